@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class EventferryConfig(AppConfig):
+    name = "eventferry_django"
+    label = "eventferry_django"
+    verbose_name = _("Event outbox")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

@@ -1,0 +1,96 @@
+"""System checks: ``manage.py check`` (and every ``runserver``/``migrate``) validates
+``EVENTFERRY`` and the publisher before anything runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.checks import CheckMessage, Error, register
+from django.db import connections
+from django.utils.module_loading import import_string
+
+from .conf import SETTING_NAME, EventferrySettings, parse
+from .publishers.base import Publisher
+from .store import VENDORS
+
+#: Check ids by setting key; one id per kind of problem keeps them greppable in docs.
+CHECK_IDS = {
+    "": "eventferry.E001",
+    "TABLE": "eventferry.E003",
+    "SCHEMA": "eventferry.E003",
+    "CLAIM_TIMEOUT": "eventferry.E004",
+    "BATCH_SIZE": "eventferry.E005",
+    "MAX_ATTEMPTS": "eventferry.E006",
+    "BACKOFF": "eventferry.E007",
+    "MAX_PAYLOAD_BYTES": "eventferry.E008",
+    "PUBLISHER": "eventferry.E009",
+    "DATABASE": "eventferry.E010",
+    "NATIVE_JSON": "eventferry.E011",
+}
+UNKNOWN_KEY_ID = "eventferry.E002"
+
+
+@register("eventferry")
+def check_settings(**kwargs: Any) -> list[CheckMessage]:
+    parsed, problems = parse(getattr(django_settings, SETTING_NAME, None))
+    messages: list[CheckMessage] = [
+        Error(p.message, hint=p.hint or None, id=CHECK_IDS.get(p.key, UNKNOWN_KEY_ID))
+        for p in problems
+    ]
+    messages += _check_database(parsed)
+    messages += _check_publisher(parsed)
+    return messages
+
+
+def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
+    if parsed.database not in django_settings.DATABASES:
+        return [Error(
+            f"{SETTING_NAME}['DATABASE'] is {parsed.database!r}, which is not in DATABASES.",
+            hint=f"Use one of: {', '.join(django_settings.DATABASES)}.",
+            id="eventferry.E010",
+        )]
+    vendor = connections[parsed.database].vendor
+    if vendor not in VENDORS:
+        return [Error(
+            f"Database {parsed.database!r} uses the {vendor!r} backend, which eventferry "
+            "does not support.",
+            hint=f"Supported vendors: {', '.join(VENDORS)}.",
+            id="eventferry.E012",
+        )]
+    messages: list[CheckMessage] = []
+    too_long = parsed.table_name.too_long_for(vendor)
+    if too_long:
+        messages.append(Error(
+            f"{SETTING_NAME}['TABLE'] {parsed.table!r} is too long for {vendor}: it would "
+            f"truncate {', '.join(too_long)}.",
+            hint="Choose a shorter table name; index and constraint names embed it.",
+            id="eventferry.E013",
+        ))
+    if vendor == "sqlite" and parsed.schema is not None:
+        messages.append(Error(
+            f"{SETTING_NAME}['SCHEMA'] is {parsed.schema!r}, but SQLite has no schemas.",
+            hint="Leave SCHEMA unset on SQLite.",
+            id="eventferry.E014",
+        ))
+    return messages
+
+
+def _check_publisher(parsed: EventferrySettings) -> list[CheckMessage]:
+    backend = parsed.publisher.backend
+    try:
+        publisher_class = import_string(backend)
+    except ImportError as exc:
+        return [Error(
+            f"{SETTING_NAME}['PUBLISHER']['BACKEND'] {backend!r} cannot be imported: {exc}",
+            hint="Give the dotted path of a Publisher subclass, e.g. "
+            "'eventferry_django.publishers.kombu.KombuPublisher', and install its extra.",
+            id="eventferry.E020",
+        )]
+    if not (isinstance(publisher_class, type) and issubclass(publisher_class, Publisher)):
+        return [Error(
+            f"{SETTING_NAME}['PUBLISHER']['BACKEND'] {backend!r} is not a subclass of "
+            "eventferry_django.publishers.base.Publisher.",
+            id="eventferry.E021",
+        )]
+    return publisher_class.check(parsed.publisher.options)

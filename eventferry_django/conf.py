@@ -1,0 +1,272 @@
+"""The ``EVENTFERRY`` setting: defaults, parsing and validation.
+
+Nothing is read at import time. :func:`get_settings` parses ``settings.EVENTFERRY`` on
+first use and caches the result until Django signals that the setting changed (as
+``override_settings`` does in tests). Problems are collected, not raised one at a
+time, so the system check framework can report all of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from .exceptions import ConfigurationError
+from .naming import IDENTIFIER_PATTERN, QUOTES, TableName
+
+SETTING_NAME = "EVENTFERRY"
+
+#: The lease is bound as a 32-bit millisecond count on SQL Server; 24 h fits with room.
+MAX_CLAIM_TIMEOUT_SECONDS = 24 * 60 * 60
+MAX_BATCH_SIZE = 10_000
+
+DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
+
+#: Documented defaults; the README's settings table mirrors this dict.
+DEFAULTS: dict[str, Any] = {
+    "TABLE": "outbox",
+    "SCHEMA": None,
+    "NATIVE_JSON": False,
+    "DATABASE": "default",
+    "CLAIM_TIMEOUT": 60,
+    "BATCH_SIZE": 100,
+    "MAX_ATTEMPTS": 5,
+    "BACKOFF": {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
+    "MAX_PAYLOAD_BYTES": 1024 * 1024,
+    "PUBLISHER": {"BACKEND": DEFAULT_PUBLISHER, "OPTIONS": {}},
+}
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry delay parameters, in seconds; ``jitter`` is a fraction of the delay."""
+
+    base: float = 1.0
+    max: float = 300.0
+    jitter: float = 0.2
+
+
+@dataclass(frozen=True)
+class PublisherConfig:
+    backend: str = DEFAULT_PUBLISHER
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EventferrySettings:
+    table: str = "outbox"
+    schema: str | None = None
+    native_json: bool = False
+    database: str = "default"
+    claim_timeout: float = 60.0
+    batch_size: int = 100
+    max_attempts: int = 5
+    backoff: Backoff = field(default_factory=Backoff)
+    max_payload_bytes: int = 1024 * 1024
+    publisher: PublisherConfig = field(default_factory=PublisherConfig)
+
+    @property
+    def table_name(self) -> TableName:
+        return TableName(self.table, self.schema)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the setting, phrased for a system check."""
+
+    key: str
+    message: str
+    hint: str
+
+
+def _is_number(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def _is_positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+class _Reader:
+    """Reads keys out of the raw setting, recording a :class:`Problem` per bad value."""
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.problems: list[Problem] = []
+
+    def fail(self, key: str, message: str, hint: str) -> None:
+        self.problems.append(Problem(key, f"{SETTING_NAME}[{key!r}] {message}", hint))
+
+    def get(self, key: str) -> Any:
+        return self.raw.get(key, DEFAULTS[key])
+
+    def identifier(self, key: str, *, optional: bool = False) -> str | None:
+        value = self.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not IDENTIFIER_PATTERN.match(value):
+            self.fail(
+                key,
+                f"is {value!r}, which is not a valid SQL identifier.",
+                f"Use a name matching {IDENTIFIER_PATTERN.pattern}.",
+            )
+            return DEFAULTS[key]  # type: ignore[no-any-return]
+        return value
+
+    def positive_int(self, key: str, maximum: int | None = None) -> int:
+        value = self.get(key)
+        if not _is_positive_int(value) or (maximum is not None and value > maximum):
+            limit = f"1..{maximum:,}" if maximum else "at least 1"
+            self.fail(key, f"is {value!r}; it must be a whole number {limit}.", f"Use {limit}.")
+            return DEFAULTS[key]  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]
+
+
+def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
+    """Parse the raw setting; invalid values fall back to defaults and become problems."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        problem = Problem(
+            "", f"{SETTING_NAME} must be a dict, not {type(raw).__name__}.",
+            f"Set {SETTING_NAME} = {{...}} with the keys documented in the README.",
+        )
+        return EventferrySettings(), [problem]
+
+    reader = _Reader(raw)
+    for key in raw:
+        if key not in DEFAULTS:
+            reader.fail(
+                key, "is not a known setting.",
+                f"Known settings: {', '.join(sorted(DEFAULTS))}.",
+            )
+
+    native_json = reader.get("NATIVE_JSON")
+    if not isinstance(native_json, bool):
+        reader.fail("NATIVE_JSON", f"is {native_json!r}; it must be True or False.", "")
+        native_json = False
+
+    database = reader.get("DATABASE")
+    if not isinstance(database, str) or not database:
+        reader.fail("DATABASE", f"is {database!r}; it must be a database alias.",
+                    "Name a key of settings.DATABASES.")
+        database = "default"
+
+    claim_timeout = reader.get("CLAIM_TIMEOUT")
+    if not _is_number(claim_timeout) or not 0 < claim_timeout <= MAX_CLAIM_TIMEOUT_SECONDS:
+        reader.fail(
+            "CLAIM_TIMEOUT",
+            f"is {claim_timeout!r}; it must be a number of seconds above 0 and at most "
+            f"{MAX_CLAIM_TIMEOUT_SECONDS} (24 hours).",
+            "A claimed row is taken back from a relay after this long; SQL Server binds it "
+            "as a 32-bit millisecond count, so 24 hours is the ceiling.",
+        )
+        claim_timeout = DEFAULTS["CLAIM_TIMEOUT"]
+
+    settings = EventferrySettings(
+        table=reader.identifier("TABLE") or DEFAULTS["TABLE"],
+        schema=reader.identifier("SCHEMA", optional=True),
+        native_json=native_json,
+        database=database,
+        claim_timeout=float(claim_timeout),
+        batch_size=reader.positive_int("BATCH_SIZE", MAX_BATCH_SIZE),
+        max_attempts=reader.positive_int("MAX_ATTEMPTS"),
+        backoff=_parse_backoff(reader),
+        max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),
+        publisher=_parse_publisher(reader),
+    )
+    return settings, reader.problems
+
+
+def _parse_backoff(reader: _Reader) -> Backoff:
+    raw = reader.get("BACKOFF")
+    if not isinstance(raw, Mapping):
+        reader.fail("BACKOFF", f"is {raw!r}; it must be a dict with BASE, MAX and JITTER.", "")
+        return Backoff()
+    unknown = set(raw) - {"BASE", "MAX", "JITTER"}
+    if unknown:
+        reader.fail("BACKOFF", f"has unknown keys {sorted(unknown)}.",
+                    "Known keys: BASE, MAX, JITTER.")
+    defaults = Backoff()
+    base = raw.get("BASE", defaults.base)
+    maximum = raw.get("MAX", defaults.max)
+    jitter = raw.get("JITTER", defaults.jitter)
+    if not (_is_number(base) and base > 0):
+        reader.fail("BACKOFF", f"BASE is {base!r}; it must be seconds above 0.", "")
+        base = defaults.base
+    if not (_is_number(maximum) and maximum >= base):
+        reader.fail("BACKOFF", f"MAX is {maximum!r}; it must be seconds, at least BASE.", "")
+        maximum = max(defaults.max, base)
+    if not (_is_number(jitter) and 0 <= jitter <= 1):
+        reader.fail("BACKOFF", f"JITTER is {jitter!r}; it must be a fraction 0..1.", "")
+        jitter = defaults.jitter
+    return Backoff(float(base), float(maximum), float(jitter))
+
+
+def _parse_publisher(reader: _Reader) -> PublisherConfig:
+    raw = reader.get("PUBLISHER")
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("BACKEND"), str):
+        reader.fail(
+            "PUBLISHER", f"is {raw!r}; it must be a dict with a dotted-path 'BACKEND'.",
+            f"For example {{'BACKEND': '{DEFAULT_PUBLISHER}', 'OPTIONS': {{}}}}.",
+        )
+        return PublisherConfig()
+    unknown = set(raw) - {"BACKEND", "OPTIONS"}
+    if unknown:
+        reader.fail("PUBLISHER", f"has unknown keys {sorted(unknown)}.",
+                    "Known keys: BACKEND, OPTIONS.")
+    options = raw.get("OPTIONS", {})
+    if not isinstance(options, Mapping):
+        reader.fail("PUBLISHER", f"OPTIONS is {options!r}; it must be a dict.", "")
+        options = {}
+    return PublisherConfig(raw["BACKEND"], dict(options))
+
+
+_cached: EventferrySettings | None = None
+
+
+def get_settings() -> EventferrySettings:
+    """The parsed setting; raises :class:`ConfigurationError` naming every problem."""
+    global _cached
+    if _cached is None:
+        parsed, problems = parse(getattr(django_settings, SETTING_NAME, None))
+        if problems:
+            raise ConfigurationError(" ".join(p.message for p in problems))
+        _cached = parsed
+    return _cached
+
+
+@receiver(setting_changed)
+def _forget_cached_settings(*, setting: str, **kwargs: Any) -> None:
+    global _cached
+    if setting == SETTING_NAME:
+        _cached = None
+
+
+def orm_db_table() -> str:
+    """The outbox model's ``db_table``, qualified for the vendor of ``DATABASE``.
+
+    Read once, when the model class is built. It is lenient on purpose: a broken setting
+    must not stop Django from starting, or the system checks could never report it.
+    """
+    from django.db import connections
+    from django.utils.connection import ConnectionDoesNotExist
+
+    parsed, _ = parse(getattr(django_settings, SETTING_NAME, None))
+    try:
+        vendor = connections[parsed.database].vendor
+    except ConnectionDoesNotExist:
+        return parsed.table
+    if vendor not in QUOTES:
+        return parsed.table
+    return parsed.table_name.orm_db_table(vendor)

@@ -1,0 +1,25 @@
+"""Every error eventferry raises derives from :class:`EventferryError`."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class EventferryError(Exception):
+    """Base class of every eventferry error."""
+
+
+class ConfigurationError(EventferryError, ImproperlyConfigured):
+    """The ``EVENTFERRY`` setting (or an argument standing in for it) is invalid."""
+
+
+class InvalidEvent(EventferryError, ValueError):
+    """An event handed to ``publish_event()`` cannot be stored; the message names the field."""
+
+
+class NotInTransaction(EventferryError, RuntimeError):
+    """``publish_event()`` was called outside ``transaction.atomic()`` on its database."""
+
+
+class UnsupportedDatabase(EventferryError, ImproperlyConfigured):
+    """The database backend is not one eventferry has a store for."""

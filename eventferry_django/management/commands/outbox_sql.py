@@ -1,0 +1,64 @@
+"""``manage.py outbox_sql``: print the outbox DDL for review, touching no database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from ...conf import get_settings
+from ...ddl import outbox_dialect
+from ...exceptions import EventferryError
+from ...store import VENDORS
+
+
+class Command(BaseCommand):
+    help = (
+        "Print the exact DDL that `migrate` runs for the outbox table, without connecting "
+        "to a database (for DBAs who review schema changes). Defaults come from EVENTFERRY "
+        "and the vendor of its DATABASE."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--vendor", choices=VENDORS,
+            help="Database vendor to print for (default: the vendor of EVENTFERRY['DATABASE'], "
+            "or of --database).",
+        )
+        parser.add_argument("--database", help="Alias whose vendor to use (default: "
+                            "EVENTFERRY['DATABASE']).")
+        parser.add_argument("--schema", help="Schema (default: EVENTFERRY['SCHEMA']; "
+                            "'dbo' on SQL Server).")
+        parser.add_argument("--table", help="Table name (default: EVENTFERRY['TABLE']).")
+        parser.add_argument(
+            "--native-json", action="store_true", default=None,
+            help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
+            "(default: EVENTFERRY['NATIVE_JSON']).",
+        )
+        parser.add_argument("--reverse", action="store_true",
+                            help="Print the DDL that unapplies the migration instead.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        vendor = options["vendor"] or self._vendor_of(options["database"])
+        try:
+            dialect = outbox_dialect(
+                vendor, schema=options["schema"], table=options["table"],
+                native_json=options["native_json"],
+            )
+        except EventferryError as exc:
+            raise CommandError(str(exc)) from exc
+        statements = dialect.drop_statements() if options["reverse"] else dialect.create_statements()
+        for statement in statements:
+            self.stdout.write(statement if statement.endswith(";") else statement + ";")
+
+    def _vendor_of(self, alias: str | None) -> str:
+        alias = alias or get_settings().database
+        if alias not in connections:
+            raise CommandError(f"Unknown database alias {alias!r}.")
+        vendor = connections[alias].vendor
+        if vendor not in VENDORS:
+            raise CommandError(
+                f"Database {alias!r} is {vendor!r}; pass --vendor ({', '.join(VENDORS)})."
+            )
+        return vendor

@@ -1,0 +1,95 @@
+"""The outbox row as Django sees it.
+
+The table itself is created by raw, vendor-specific DDL (see ``store/``); this model maps
+it for the ORM and the admin and is tracked by migrations so that drift is detected.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from .conf import orm_db_table
+
+
+class Status(models.IntegerChoices):
+    """Stored as TINYINT; the codes are part of the contract and never change."""
+
+    PENDING = 0, _("pending")
+    CLAIMED = 1, _("claimed")
+    DONE = 2, _("done")
+    FAILED = 3, _("failed")
+    DEAD = 4, _("dead")
+
+
+#: States that hold back later events of the same aggregate.
+OPEN_STATUSES = (Status.PENDING, Status.CLAIMED, Status.FAILED)
+
+
+class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
+    def pending(self) -> OutboxEventQuerySet:
+        return self.filter(status=Status.PENDING)
+
+    def claimed(self) -> OutboxEventQuerySet:
+        return self.filter(status=Status.CLAIMED)
+
+    def done(self) -> OutboxEventQuerySet:
+        return self.filter(status=Status.DONE)
+
+    def failed(self) -> OutboxEventQuerySet:
+        return self.filter(status=Status.FAILED)
+
+    def dead(self) -> OutboxEventQuerySet:
+        return self.filter(status=Status.DEAD)
+
+    def open(self) -> OutboxEventQuerySet:
+        """Events not yet delivered nor given up on: pending, claimed or failed."""
+        return self.filter(status__in=OPEN_STATUSES)
+
+    def for_aggregate(self, aggregate_type: str, aggregate_id: str) -> OutboxEventQuerySet:
+        return self.filter(aggregate_type=aggregate_type, aggregate_id=aggregate_id)
+
+
+class OutboxEvent(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    message_id = models.CharField(_("message id"), max_length=64, unique=True)
+    topic = models.CharField(_("topic"), max_length=255)
+    aggregate_type = models.CharField(_("aggregate type"), max_length=255)
+    aggregate_id = models.CharField(_("aggregate id"), max_length=255)
+    partition_key = models.CharField(_("partition key"), max_length=255, null=True, blank=True)
+    # JSON kept as the text that was validated and stored: the relay publishes it as-is.
+    payload = models.TextField(_("payload"))
+    headers = models.TextField(_("headers"), default="{}")
+    trace_id = models.CharField(_("trace id"), max_length=255, null=True, blank=True)
+    status = models.SmallIntegerField(_("status"), choices=Status.choices, default=Status.PENDING)
+    attempts = models.IntegerField(_("attempts"), default=0)
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
+    next_retry_at = models.DateTimeField(_("next retry at"), null=True, blank=True)
+    # publish_event() leaves this to the database clock; the default only serves rows
+    # created through the ORM directly.
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    processed_at = models.DateTimeField(_("processed at"), null=True, blank=True)
+    last_error = models.CharField(_("last error"), max_length=4000, null=True, blank=True)
+
+    objects = OutboxEventQuerySet.as_manager()
+
+    class Meta:
+        db_table = orm_db_table()
+        verbose_name = _("outbox event")
+        verbose_name_plural = _("outbox events")
+
+    def __str__(self) -> str:
+        return f"{self.topic} {self.message_id} ({self.get_status_display()})"
+
+    @property
+    def payload_data(self) -> Any:
+        """The payload decoded from its JSON text."""
+        return json.loads(self.payload)
+
+    @property
+    def headers_data(self) -> dict[str, Any]:
+        return dict(json.loads(self.headers))

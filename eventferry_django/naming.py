@@ -1,0 +1,146 @@
+"""Names of the outbox table and of the objects that hang off it.
+
+Schema and table come from settings, so they are validated here before any SQL sees
+them; everything else (constraint and index names) is derived from the table name so
+that two outbox tables never collide and a DBA can tell which table an index serves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .exceptions import ConfigurationError
+
+IDENTIFIER_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,99}$")
+
+#: Longest identifier each vendor keeps without truncating (SQLite has no limit).
+MAX_IDENTIFIER_LENGTH: dict[str, int] = {
+    "microsoft": 128,
+    "postgresql": 63,
+    "mysql": 64,
+}
+
+#: How each vendor quotes an identifier: (opening, closing) character.
+QUOTES: dict[str, tuple[str, str]] = {
+    "microsoft": ("[", "]"),
+    "postgresql": ('"', '"'),
+    "mysql": ("`", "`"),
+    "sqlite": ('"', '"'),
+}
+
+#: SQL Server has no "search path": an unqualified name resolves through the login's
+#: default schema, which is not dbo for Azure AD and contained users. So it always
+#: gets a schema; the other vendors use their own default unless one is configured.
+DEFAULT_SCHEMA: dict[str, str | None] = {"microsoft": "dbo"}
+
+
+def validate_identifier(value: object, what: str) -> str:
+    """Return ``value`` if it is a safe SQL identifier, else raise ``ConfigurationError``."""
+    if not isinstance(value, str) or not IDENTIFIER_PATTERN.match(value):
+        raise ConfigurationError(
+            f"{what} {value!r} is not a valid identifier: it must match "
+            f"{IDENTIFIER_PATTERN.pattern} (a letter or underscore, then up to 99 letters, "
+            "digits or underscores)."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A validated ``schema.table`` pair and the object names derived from it."""
+
+    table: str
+    schema: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_identifier(self.table, "Outbox table name")
+        if self.schema is not None:
+            validate_identifier(self.schema, "Outbox schema name")
+
+    def for_vendor(self, vendor: str) -> TableName:
+        """This name with the vendor's default schema filled in where it needs one."""
+        if self.schema is not None:
+            return self
+        return TableName(self.table, DEFAULT_SCHEMA.get(vendor))
+
+    # Derived object names. They are part of the released schema: never rename one.
+    @property
+    def primary_key(self) -> str:
+        return f"PK_{self.table}"
+
+    @property
+    def message_id_unique(self) -> str:
+        return f"UQ_{self.table}_message_id"
+
+    @property
+    def payload_check(self) -> str:
+        return f"CK_{self.table}_payload_json"
+
+    @property
+    def headers_check(self) -> str:
+        return f"CK_{self.table}_headers_json"
+
+    @property
+    def status_check(self) -> str:
+        return f"CK_{self.table}_status"
+
+    @property
+    def claimed_check(self) -> str:
+        return f"CK_{self.table}_claimed_at"
+
+    def default_constraint(self, column: str) -> str:
+        """SQL Server names its DEFAULT constraints; unnamed ones get random names."""
+        return f"DF_{self.table}_{column}"
+
+    @property
+    def aggregate_index(self) -> str:
+        return f"IX_{self.table}_agg_id_id"
+
+    @property
+    def claim_index(self) -> str:
+        return f"IX_{self.table}_claim_ready"
+
+    @property
+    def retention_index(self) -> str:
+        return f"IX_{self.table}_done_processed_at"
+
+    @property
+    def indexes(self) -> tuple[str, str, str]:
+        return (self.aggregate_index, self.claim_index, self.retention_index)
+
+    def derived_names(self) -> tuple[str, ...]:
+        return (
+            self.primary_key,
+            self.message_id_unique,
+            self.payload_check,
+            self.headers_check,
+            self.status_check,
+            self.claimed_check,
+            self.default_constraint("created_at"),
+            *self.indexes,
+        )
+
+    def too_long_for(self, vendor: str) -> list[str]:
+        """Derived names the vendor would truncate (PostgreSQL silently does)."""
+        limit = MAX_IDENTIFIER_LENGTH.get(vendor)
+        if limit is None:
+            return []
+        return [name for name in (self.table, *self.derived_names()) if len(name) > limit]
+
+    def quoted(self, vendor: str) -> str:
+        """The fully qualified, quoted name for use in SQL on ``vendor``."""
+        opening, closing = QUOTES[vendor]
+        name = self.for_vendor(vendor)
+        table = f"{opening}{name.table}{closing}"
+        if name.schema is None:
+            return table
+        return f"{opening}{name.schema}{closing}.{table}"
+
+    def orm_db_table(self, vendor: str) -> str:
+        """The model's ``db_table``: the backend's ``quote_name`` adds the outer quotes.
+
+        ``quote_name`` leaves an already-quoted name alone, so ``schema].[table`` becomes
+        ``[schema].[table]`` and every ORM query is schema-qualified like our own SQL.
+        """
+        return self.quoted(vendor)[1:-1]

@@ -1,0 +1,1 @@
+"""Publishers deliver claimed outbox messages to a broker; see :mod:`.base`."""

@@ -1,0 +1,82 @@
+"""The interface between the relay and a broker.
+
+A publisher receives a batch of messages and answers, per message, whether it was
+delivered (``OK``), failed in a way worth retrying (``RETRY``, spends an attempt) or
+can never be delivered (``GIVE_UP``, the row goes dead). A broker that cannot be reached
+is not the message's fault: the publisher raises :class:`BrokerUnavailable` and the
+relay hands the whole batch back without spending any attempts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.checks import CheckMessage
+
+from ..exceptions import EventferryError
+
+
+class BrokerUnavailable(EventferryError):
+    """The broker could not be reached; nothing in the batch is to blame."""
+
+
+class Outcome(enum.Enum):
+    OK = "ok"
+    RETRY = "retry"
+    GIVE_UP = "give_up"
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """One claimed outbox row, as a publisher sees it."""
+
+    id: int
+    message_id: str
+    topic: str
+    aggregate_type: str
+    aggregate_id: str
+    partition_key: str | None
+    payload: str  # JSON text, published as-is
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    trace_id: str | None = None
+    attempts: int = 0
+
+    @property
+    def effective_partition_key(self) -> str:
+        return self.partition_key if self.partition_key is not None else self.aggregate_id
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    outcome: Outcome
+    error: str | None = None
+
+    @classmethod
+    def ok(cls) -> PublishResult:
+        return cls(Outcome.OK)
+
+
+class Publisher:
+    """Base class of publishers named in ``EVENTFERRY["PUBLISHER"]["BACKEND"]``.
+
+    ``OPTIONS`` arrive as keyword arguments. Subclasses validate them in :meth:`check`
+    (run by ``manage.py check`` without connecting anywhere) and implement :meth:`publish`.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    @classmethod
+    def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
+        """Problems with ``options``, as Django check messages; none by default."""
+        return []
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        """Deliver ``messages``; return one result per message, in the same order."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections; the relay calls this when it stops."""

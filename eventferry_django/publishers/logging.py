@@ -1,0 +1,40 @@
+"""A publisher that writes each message to a logger instead of a broker."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.core.checks import CheckMessage, Error
+
+from .base import OutboundMessage, Publisher, PublishResult
+
+
+class LoggingPublisher(Publisher):
+    """Logs every message at INFO on the logger named by OPTIONS ``logger``
+    (default ``eventferry.published``). Useful in development and as the default, so a
+    new install relays something visible before a broker is configured."""
+
+    def __init__(self, *, logger: str = "eventferry.published", **options: Any) -> None:
+        super().__init__(logger=logger, **options)
+        self.logger = logging.getLogger(logger)
+
+    @classmethod
+    def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
+        unknown = set(options) - {"logger"}
+        if unknown:
+            return [Error(
+                f"LoggingPublisher got unknown OPTIONS {sorted(unknown)}.",
+                hint="LoggingPublisher accepts only 'logger'.",
+                id="eventferry.E022",
+            )]
+        return []
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        for message in messages:
+            self.logger.info(
+                "%s %s %s/%s %s", message.topic, message.message_id,
+                message.aggregate_type, message.aggregate_id, message.payload,
+            )
+        return [PublishResult.ok() for _ in messages]

@@ -1,0 +1,37 @@
+IF OBJECT_ID(N'[messaging].[outbox]', N'U') IS NULL
+BEGIN
+    CREATE TABLE [messaging].[outbox] (
+        [id] BIGINT IDENTITY(1,1) NOT NULL,
+        [message_id] NVARCHAR(64) NOT NULL,
+        [topic] NVARCHAR(255) NOT NULL,
+        [aggregate_type] NVARCHAR(255) NOT NULL,
+        [aggregate_id] NVARCHAR(255) NOT NULL,
+        [partition_key] NVARCHAR(255) NULL,
+        [payload] JSON NOT NULL,
+        [headers] JSON NOT NULL CONSTRAINT [DF_outbox_headers] DEFAULT (N'{}'),
+        [trace_id] NVARCHAR(255) NULL,
+        [status] TINYINT NOT NULL CONSTRAINT [DF_outbox_status] DEFAULT (0),
+        [attempts] INT NOT NULL CONSTRAINT [DF_outbox_attempts] DEFAULT (0),
+        [claimed_at] DATETIME2(3) NULL,
+        [next_retry_at] DATETIME2(3) NULL,
+        [created_at] DATETIME2(3) NOT NULL CONSTRAINT [DF_outbox_created_at] DEFAULT (SYSUTCDATETIME()),
+        [processed_at] DATETIME2(3) NULL,
+        [last_error] NVARCHAR(4000) NULL,
+        CONSTRAINT [PK_outbox] PRIMARY KEY CLUSTERED ([id]),
+        CONSTRAINT [UQ_outbox_message_id] UNIQUE ([message_id]),
+        CONSTRAINT [CK_outbox_status] CHECK ([status] IN (0, 1, 2, 3, 4)),
+        CONSTRAINT [CK_outbox_claimed_at] CHECK ([status] <> 1 OR [claimed_at] IS NOT NULL)
+    );
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_agg_id_id' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_outbox_agg_id_id] ON [messaging].[outbox] ([aggregate_id], [id]) INCLUDE ([status]);
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_claim_ready' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_outbox_claim_ready] ON [messaging].[outbox] ([status], [next_retry_at], [id]) INCLUDE ([aggregate_id], [claimed_at]) WHERE [status] IN (0, 1, 3);
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_done_processed_at' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_outbox_done_processed_at] ON [messaging].[outbox] ([status], [processed_at]);
+END;

@@ -1,0 +1,107 @@
+"""Test settings. ``EVENTFERRY_TEST_DB`` picks the database: sqlite (default), postgres,
+mariadb or mssql. SQL Server needs ``EVENTFERRY_MSSQL_URL``, e.g.
+``mssql://sa:Secret123!@localhost:1433/eventferry?driver=ODBC+Driver+18+for+SQL+Server&TrustServerCertificate=yes``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+SECRET_KEY = "eventferry-tests"
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.admin",
+    "eventferry_django",
+    "tests.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+ROOT_URLCONF = "tests.urls"
+
+VENDOR = os.environ.get("EVENTFERRY_TEST_DB", "sqlite")
+
+
+def _mssql_database() -> dict[str, object]:
+    url = os.environ.get("EVENTFERRY_MSSQL_URL")
+    if not url:
+        raise ImproperlyConfigured(
+            "EVENTFERRY_TEST_DB=mssql needs EVENTFERRY_MSSQL_URL="
+            "mssql://USER:PASSWORD@HOST:PORT/DATABASE?driver=ODBC+Driver+18+for+SQL+Server"
+        )
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    driver = query.pop("driver", "ODBC Driver 18 for SQL Server")
+    extra = ";".join(f"{k}={v}" for k, v in query.items())
+    return {
+        "ENGINE": "mssql",
+        "NAME": parts.path.lstrip("/") or "eventferry",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "localhost",
+        "PORT": str(parts.port or 1433),
+        "OPTIONS": {"driver": driver, "extra_params": extra},
+    }
+
+
+if VENDOR == "sqlite":
+    # A file, not :memory:, so tests can open a second real connection to it.
+    _sqlite_dir = Path(os.environ.get("EVENTFERRY_SQLITE_DIR", tempfile.gettempdir()))
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(_sqlite_dir / f"eventferry-{os.getpid()}.sqlite3"),
+        "TEST": {"NAME": str(_sqlite_dir / f"eventferry-test-{os.getpid()}.sqlite3")},
+    }}
+elif VENDOR == "postgres":
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("PGDATABASE", "eventferry"),
+        "USER": os.environ.get("PGUSER", "postgres"),
+        "PASSWORD": os.environ.get("PGPASSWORD", ""),
+        "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+        "PORT": os.environ.get("PGPORT", "5432"),
+    }}
+elif VENDOR == "mariadb":
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": os.environ.get("MYSQL_DATABASE", "eventferry"),
+        "USER": os.environ.get("MYSQL_USER", "root"),
+        "PASSWORD": os.environ.get("MYSQL_PASSWORD", ""),
+        "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("MYSQL_PORT", "3306"),
+        "OPTIONS": {"charset": "utf8mb4"},
+        "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+    }}
+elif VENDOR == "mssql":
+    DATABASES = {"default": _mssql_database()}
+else:
+    raise ImproperlyConfigured(
+        f"EVENTFERRY_TEST_DB={VENDOR!r}; use sqlite, postgres, mariadb or mssql."
+    )
+
+EVENTFERRY = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}
