@@ -35,7 +35,7 @@ UNKNOWN_KEY_ID = "eventferry.E002"
 def check_settings(**kwargs: Any) -> list[CheckMessage]:
     parsed, problems = parse(getattr(django_settings, SETTING_NAME, None))
     messages: list[CheckMessage] = [
-        Error(p.message, hint=p.hint or None, id=CHECK_IDS.get(p.key, UNKNOWN_KEY_ID))
+        Error(p.message, hint=p.hint, id=CHECK_IDS.get(p.key, UNKNOWN_KEY_ID))
         for p in problems
     ]
     messages += _check_database(parsed)
@@ -91,6 +91,7 @@ def _check_publisher(parsed: EventferrySettings) -> list[CheckMessage]:
         return [Error(
             f"{SETTING_NAME}['PUBLISHER']['BACKEND'] {backend!r} is not a subclass of "
             "eventferry_django.publishers.base.Publisher.",
+            hint="Point BACKEND at a Publisher subclass, or write one (see the README).",
             id="eventferry.E021",
         )]
     return publisher_class.check(parsed.publisher.options)

@@ -153,7 +153,8 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
 
     native_json = reader.get("NATIVE_JSON")
     if not isinstance(native_json, bool):
-        reader.fail("NATIVE_JSON", f"is {native_json!r}; it must be True or False.", "")
+        reader.fail("NATIVE_JSON", f"is {native_json!r}; it must be True or False.",
+                    "True selects SQL Server 2025's json type; leave False elsewhere.")
         native_json = False
 
     database = reader.get("DATABASE")
@@ -188,27 +189,36 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
     return settings, reader.problems
 
 
+_BACKOFF_HINT = (
+    "BACKOFF is {'BASE': seconds > 0, 'MAX': seconds >= BASE, 'JITTER': fraction 0..1}; "
+    "the n-th retry waits min(MAX, BASE * 2**(n-1)), varied by +/- JITTER."
+)
+
+
 def _parse_backoff(reader: _Reader) -> Backoff:
     raw = reader.get("BACKOFF")
     if not isinstance(raw, Mapping):
-        reader.fail("BACKOFF", f"is {raw!r}; it must be a dict with BASE, MAX and JITTER.", "")
+        reader.fail("BACKOFF", f"is {raw!r}; it must be a dict with BASE, MAX and JITTER.",
+                    _BACKOFF_HINT)
         return Backoff()
     unknown = set(raw) - {"BASE", "MAX", "JITTER"}
     if unknown:
         reader.fail("BACKOFF", f"has unknown keys {sorted(unknown)}.",
-                    "Known keys: BASE, MAX, JITTER.")
+                    _BACKOFF_HINT)
     defaults = Backoff()
     base = raw.get("BASE", defaults.base)
     maximum = raw.get("MAX", defaults.max)
     jitter = raw.get("JITTER", defaults.jitter)
     if not (_is_number(base) and base > 0):
-        reader.fail("BACKOFF", f"BASE is {base!r}; it must be seconds above 0.", "")
+        reader.fail("BACKOFF", f"BASE is {base!r}; it must be seconds above 0.", _BACKOFF_HINT)
         base = defaults.base
     if not (_is_number(maximum) and maximum >= base):
-        reader.fail("BACKOFF", f"MAX is {maximum!r}; it must be seconds, at least BASE.", "")
+        reader.fail("BACKOFF", f"MAX is {maximum!r}; it must be seconds, at least BASE.",
+                    _BACKOFF_HINT)
         maximum = max(defaults.max, base)
     if not (_is_number(jitter) and 0 <= jitter <= 1):
-        reader.fail("BACKOFF", f"JITTER is {jitter!r}; it must be a fraction 0..1.", "")
+        reader.fail("BACKOFF", f"JITTER is {jitter!r}; it must be a fraction 0..1.",
+                    _BACKOFF_HINT)
         jitter = defaults.jitter
     return Backoff(float(base), float(maximum), float(jitter))
 
@@ -227,7 +237,8 @@ def _parse_publisher(reader: _Reader) -> PublisherConfig:
                     "Known keys: BACKEND, OPTIONS.")
     options = raw.get("OPTIONS", {})
     if not isinstance(options, Mapping):
-        reader.fail("PUBLISHER", f"OPTIONS is {options!r}; it must be a dict.", "")
+        reader.fail("PUBLISHER", f"OPTIONS is {options!r}; it must be a dict.",
+                    "OPTIONS are passed to the publisher as keyword arguments.")
         options = {}
     return PublisherConfig(raw["BACKEND"], dict(options))
 

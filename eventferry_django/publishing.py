@@ -81,9 +81,9 @@ def publish_events(
             "event commits or rolls back with your changes; nothing was written."
         )
     event_list = list(events)
-    prefix = (lambda i: f"events[{i}].") if len(event_list) > 1 else (lambda i: "")
-    rows = [_row(_as_new_event(e, prefix(i)), prefix(i), settings)
-            for i, e in enumerate(event_list)]
+    prefixes = [f"events[{i}]." if len(event_list) > 1 else "" for i in range(len(event_list))]
+    rows = [_row(_as_new_event(e, prefix), prefix, settings)
+            for e, prefix in zip(event_list, prefixes, strict=True)]
     if not rows:
         return []
     message_ids = [row[0] for row in rows]
@@ -114,15 +114,16 @@ def _dialect(vendor: str, name: TableName, native_json: bool) -> Dialect:
 
 
 def _as_new_event(event: NewEvent | Mapping[str, Any], prefix: str) -> NewEvent:
+    where = prefix.rstrip(".") or "event"
     if isinstance(event, NewEvent):
         return event
     if isinstance(event, Mapping):
         try:
             return NewEvent(**event)
         except TypeError as exc:
-            raise InvalidEvent(f"{prefix or 'event'}: {exc}") from None
+            raise InvalidEvent(f"{where}: {exc}") from None
     raise InvalidEvent(
-        f"{prefix or 'event'}: expected a NewEvent or a mapping, got {type(event).__name__}."
+        f"{where}: expected a NewEvent or a mapping, got {type(event).__name__}."
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -44,7 +45,7 @@ ROOT_URLCONF = "tests.urls"
 VENDOR = os.environ.get("EVENTFERRY_TEST_DB", "sqlite")
 
 
-def _mssql_database() -> dict[str, object]:
+def _mssql_database() -> dict[str, Any]:
     url = os.environ.get("EVENTFERRY_MSSQL_URL")
     if not url:
         raise ImproperlyConfigured(

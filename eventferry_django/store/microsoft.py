@@ -68,7 +68,8 @@ class MicrosoftDialect(Dialect):
 
     def guarded_blocks(self) -> list[tuple[str, str]]:
         """(guard condition, statement) pairs: the table first, then each index."""
-        blocks = [(f"{self.object_id} IS NULL", f"CREATE TABLE {self.table} {self.table_body('    ')}")]
+        table = f"CREATE TABLE {self.table} {self.table_body(indent='    ')}"
+        blocks = [(f"{self.object_id} IS NULL", table)]
         for index in contract_indexes(self.name):
             guard = (
                 "NOT EXISTS (SELECT 1 FROM sys.indexes "

@@ -48,7 +48,10 @@ class Command(BaseCommand):
             )
         except EventferryError as exc:
             raise CommandError(str(exc)) from exc
-        statements = dialect.drop_statements() if options["reverse"] else dialect.create_statements()
+        if options["reverse"]:
+            statements = dialect.drop_statements()
+        else:
+            statements = dialect.create_statements()
         for statement in statements:
             self.stdout.write(statement if statement.endswith(";") else statement + ";")
 

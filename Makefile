@@ -1,0 +1,47 @@
+# The two commands the README promises: `make demo` and `make test`.
+# Both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services benchmark clean
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(INSTALLED)
+	$(BIN)/python example_project/demo.py
+
+services:
+	scripts/ensure-services.sh
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/mypy eventferry_django
+
+test-sqlite: $(INSTALLED)
+	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest
+
+test-postgres: $(INSTALLED) services
+	EVENTFERRY_TEST_DB=postgres $(BIN)/pytest
+
+test-mariadb: $(INSTALLED) services
+	EVENTFERRY_TEST_DB=mariadb $(BIN)/pytest
+
+# Needs EVENTFERRY_MSSQL_URL (see tests/settings.py) and `pip install -e '.[mssql]'`.
+test-mssql: $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -e '.[mssql]'
+	EVENTFERRY_TEST_DB=mssql $(BIN)/pytest
+
+test: lint test-sqlite test-postgres test-mariadb
+
+benchmark: $(INSTALLED) services
+	$(BIN)/python benchmarks/relay.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,179 @@
+"""The hand-written migration on a real database: idempotent, repairing, reversible, and
+matching the contract when read back from the database's own catalog."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, connections, models, transaction
+from django.test import override_settings
+from django.test.utils import isolate_apps
+
+from eventferry_django import conf, publish_event
+from eventferry_django.ddl import create_statements
+from eventferry_django.models import OutboxEvent
+from eventferry_django.naming import TableName
+from eventferry_django.store.base import COLUMNS, contract_indexes
+
+from . import introspection
+
+DEFAULT = TableName("outbox")
+
+#: The type each vendor reports for a few telling columns.
+EXPECTED_TYPES = {
+    "postgresql": {"id": "bigint", "payload": "jsonb", "status": "smallint",
+                   "created_at": "timestamp with time zone", "message_id": "character varying"},
+    "mysql": {"id": "bigint", "status": "tinyint", "created_at": "datetime",
+              "message_id": "varchar"},
+    "sqlite": {"id": "integer", "payload": "text", "status": "smallint",
+               "created_at": "datetime", "message_id": "varchar(64)"},
+    "microsoft": {"id": "bigint", "payload": "nvarchar", "status": "tinyint",
+                  "created_at": "datetime2", "message_id": "nvarchar"},
+}
+
+
+def run_ddl(statements: list[str]) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def assert_matches_contract(name: TableName) -> None:
+    info = introspection.describe(connection, name)
+    assert [(c, nullable) for c, _, nullable in info.columns] == [
+        (c.name, c.nullable) for c in COLUMNS
+    ]
+    for column, kind in EXPECTED_TYPES[connection.vendor].items():
+        assert info.types[column] == kind, column
+    if connection.vendor == "mysql":
+        # MySQL has a JSON type; MariaDB spells JSON as LONGTEXT plus a json_valid CHECK.
+        assert info.types["payload"] in {"json", "longtext"}
+
+    for index in contract_indexes(name):
+        found = info.indexes[index.name]
+        if connection.features.supports_covering_indexes:
+            assert (found.keys, found.included) == (list(index.keys), list(index.include))
+        else:
+            assert found.keys == list(index.keys + index.include)
+        supports_partial = connection.vendor != "mysql"
+        assert found.partial is (index.open_rows_only and supports_partial), index.name
+
+    expected_constraints = {name.message_id_unique, name.status_check, name.claimed_check}
+    if connection.vendor in {"mysql", "sqlite", "microsoft"}:
+        expected_constraints |= {name.payload_check, name.headers_check}
+    if connection.vendor in {"postgresql", "microsoft"}:
+        expected_constraints.add(name.primary_key)
+    assert expected_constraints <= info.constraints
+
+
+@pytest.mark.django_db
+def test_migrated_table_matches_the_contract() -> None:
+    assert_matches_contract(DEFAULT)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ddl_applied_twice_succeeds_and_keeps_data() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    run_ddl(create_statements(connection.vendor))
+    run_ddl(create_statements(connection.vendor))
+    # And through migrate itself: unapply without touching the table, then apply again.
+    call_command("migrate", "eventferry_django", "zero", fake=True, verbosity=0)
+    call_command("migrate", "eventferry_django", verbosity=0)
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+    assert_matches_contract(DEFAULT)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rerun_repairs_a_partial_deployment() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    for index in DEFAULT.indexes:
+        introspection.drop_index(connection, DEFAULT, index)
+    assert not set(DEFAULT.indexes) & set(introspection.describe(connection, DEFAULT).indexes)
+
+    run_ddl(create_statements(connection.vendor))
+
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+    assert_matches_contract(DEFAULT)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reverse_drops_the_table_and_forward_recreates_it() -> None:
+    call_command("migrate", "eventferry_django", "zero", verbosity=0)
+    assert not introspection.exists(connection, DEFAULT)
+    call_command("migrate", "eventferry_django", verbosity=0)
+    assert_matches_contract(DEFAULT)
+
+
+@pytest.mark.django_db
+def test_migrations_match_the_model() -> None:
+    # Exits non-zero (SystemExit) if the model drifted from its migrations.
+    call_command("makemigrations", "eventferry_django", check=True, dry_run=True,
+                 stdout=io.StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_prints_the_same_ddl_as_outbox_sql() -> None:
+    out = io.StringIO()
+    call_command("sqlmigrate", "eventferry_django", "0001", stdout=out)
+    printed = io.StringIO()
+    call_command("outbox_sql", stdout=printed)
+    for statement in printed.getvalue().strip().split(";\n"):
+        assert statement.strip().rstrip(";") in out.getvalue()
+
+
+@pytest.fixture
+def custom_location() -> Iterator[TableName]:
+    """A second schema (a database, on MySQL) the custom-named outbox lives in."""
+    vendor = connection.vendor
+    schema = None if vendor == "sqlite" else f"eventferry_custom_{connection.settings_dict['NAME']}"[:40]
+    name = TableName("custom_outbox", schema)
+    create = {
+        "postgresql": f'CREATE SCHEMA IF NOT EXISTS "{schema}"',
+        "mysql": f"CREATE DATABASE IF NOT EXISTS `{schema}`",
+        "microsoft": f"IF SCHEMA_ID(N'{schema}') IS NULL EXEC(N'CREATE SCHEMA [{schema}]')",
+    }.get(vendor)
+    if create:
+        run_ddl([create])
+    try:
+        yield name
+    finally:
+        drop = [f"DROP TABLE IF EXISTS {name.quoted(vendor)}"]
+        drop += {
+            "postgresql": [f'DROP SCHEMA IF EXISTS "{schema}"'],
+            "mysql": [f"DROP DATABASE IF EXISTS `{schema}`"],
+            "microsoft": [f"DROP SCHEMA IF EXISTS [{schema}]"],
+        }.get(vendor, [])
+        run_ddl(drop)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: TableName) -> None:
+    setting = {"TABLE": custom_location.table, "SCHEMA": custom_location.schema}
+    with override_settings(EVENTFERRY=setting):
+        run_ddl(create_statements(connection.vendor))
+        run_ddl(create_statements(connection.vendor))
+        assert_matches_contract(custom_location)
+        with transaction.atomic():
+            message_id = publish_event("t", {"where": "custom"}, aggregate_type="a",
+                                       aggregate_id="1")
+        db_table = conf.orm_db_table()
+
+    with isolate_apps("tests.testapp"):
+        class CustomOutbox(models.Model):
+            message_id = models.CharField(max_length=64)
+
+            class Meta:
+                app_label = "testapp"
+                managed = False
+
+        CustomOutbox._meta.db_table = db_table
+        assert list(CustomOutbox.objects.values_list("message_id", flat=True)) == [message_id]
+    assert not OutboxEvent.objects.exists()
+    if custom_location.schema:
+        quoted = connections["default"].ops.quote_name(db_table)
+        assert quoted == custom_location.quoted(connection.vendor)
