@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..naming import QUOTES, TableName
 
@@ -44,6 +44,21 @@ COLUMNS: tuple[Column, ...] = (
 
 JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
 
+#: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "id",
+    "message_id",
+    "topic",
+    "aggregate_type",
+    "aggregate_id",
+    "partition_key",
+    "payload",
+    "headers",
+    "trace_id",
+    "attempts",
+    "claimed_at",
+)
+
 #: Columns publish_event() writes; the rest take their database defaults.
 INSERT_COLUMNS: tuple[str, ...] = (
     "message_id",
@@ -55,6 +70,9 @@ INSERT_COLUMNS: tuple[str, ...] = (
     "headers",
     "trace_id",
 )
+
+#: The most rows one claim or purge batch may touch.
+MAX_BATCH = 10_000
 
 #: Status codes that hold back later events of the same aggregate (pending, claimed,
 #: failed). Spelled as SQL because it appears in index predicates.
@@ -185,8 +203,29 @@ class Dialect:
         return [f"DROP TABLE IF EXISTS {self.table}"]
 
     # -- DML ---------------------------------------------------------------------------
+    # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
+    # are substituted by the backend), so a literal % in DML is written %%.
+
+    #: The database's current UTC time, evaluated once per statement.
+    now_sql: ClassVar[str]
     #: The placeholder for a JSON value; PostgreSQL casts, the others convert implicitly.
     json_placeholder: ClassVar[str] = "%s"
+
+    def now_plus_sql(self) -> str:
+        """The database's UTC now plus a bound offset (see :meth:`offset_param`)."""
+        raise NotImplementedError
+
+    def offset_param(self, milliseconds: int) -> Any:
+        """The bound value for :meth:`now_plus_sql` that means ``milliseconds``."""
+        return milliseconds
+
+    def select_column(self, column: str) -> str:
+        """How a claimed column is read back (a cast where the driver would decode)."""
+        return f"o.{self.quote(column)}"
+
+    def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """``id`` restricted to ``ids``, as SQL and its parameters."""
+        return f"{self.quote('id')} IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
     def insert_sql(self, rows: int) -> str:
         """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders."""
@@ -201,3 +240,124 @@ class Dialect:
             )
             self._insert_sql[rows] = sql
         return sql
+
+    def claimable_sql(self, alias: str = "c") -> str:
+        """Rows a relay may take now: due pending/failed rows and expired leases, each the
+        head of its aggregate. The first placeholder is the lease timeout offset (a
+        negative :meth:`offset_param`)."""
+        q = self.quote
+        status, retry_at, claimed_at = (f"{alias}.{q(c)}" for c in
+                                        ("status", "next_retry_at", "claimed_at"))
+        due = f"{status} IN (0, 3) AND ({retry_at} IS NULL OR {retry_at} <= {self.now_sql})"
+        lease_expired = f"{status} = 1 AND {claimed_at} < {self.now_plus_sql()}"
+        return (
+            f"(({due}) OR ({lease_expired})) "
+            f"AND NOT EXISTS (SELECT 1 FROM {self.table} e{self.probe_hint} "
+            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
+            f"AND e.{q('id')} < {alias}.{q('id')} AND e.{q('status')} IN {OPEN_STATUSES_SQL})"
+        )
+
+    #: Table hint on the head-of-aggregate probe (SQL Server only).
+    probe_hint: ClassVar[str] = ""
+
+    def claim_set_sql(self, alias: str = "o") -> str:
+        """SET clause of a claim; an expired lease taken back counts as an attempt."""
+        q = self.quote
+        prefix = f"{alias}." if self.qualify_set_columns else ""
+        return (
+            f"{prefix}{q('attempts')} = {alias}.{q('attempts')} "
+            f"+ CASE WHEN {alias}.{q('status')} = 1 THEN 1 ELSE 0 END, "
+            f"{prefix}{q('status')} = 1, {prefix}{q('claimed_at')} = {self.now_sql}"
+        )
+
+    #: Whether SET targets may carry the table alias (T-SQL yes, PostgreSQL no).
+    qualify_set_columns: ClassVar[bool] = False
+
+    def returned_columns(self) -> str:
+        return ", ".join(self.select_column(c) for c in CLAIM_COLUMNS)
+
+    #: Whether the claim is several statements that need the caller's transaction.
+    claim_needs_transaction: ClassVar[bool] = False
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        """Claim up to ``limit`` rows in one short transaction; rows in
+        :data:`CLAIM_COLUMNS` order, lowest id first."""
+        raise NotImplementedError
+
+    def settle_condition(self, ids: Sequence[int], lease: Any) -> tuple[str, list[Any]]:
+        """Rows still held under ``lease``: the fence that stops a relay whose lease was
+        taken back from touching rows another relay now holds."""
+        condition, params = self.ids_condition(ids)
+        q = self.quote
+        return (
+            f"{condition} AND {q('status')} = 1 AND {q('claimed_at')} = %s",
+            [*params, lease],
+        )
+
+    def ack(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
+        """Mark delivered rows done in one statement; returns how many were still held."""
+        condition, params = self.settle_condition(ids, lease)
+        q = self.quote
+        cursor.execute(
+            f"UPDATE {self.table} SET {q('status')} = 2, {q('processed_at')} = {self.now_sql} "
+            f"WHERE {condition}",
+            params,
+        )
+        return int(cursor.rowcount)
+
+    def fail(self, cursor: Any, failures: Sequence[tuple[int, int, str]], lease: Any) -> int:
+        """``failures`` are (id, retry delay in ms, error): status failed, one more attempt,
+        retry time computed by the database clock."""
+        q = self.quote
+        total = 0
+        for row_id, delay_ms, error in failures:
+            condition, params = self.settle_condition([row_id], lease)
+            cursor.execute(
+                f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + 1, "
+                f"{q('status')} = 3, {q('next_retry_at')} = {self.now_plus_sql()}, "
+                f"{q('last_error')} = %s WHERE {condition}",
+                [self.offset_param(delay_ms), error, *params],
+            )
+            total += cursor.rowcount
+        return total
+
+    def bury(self, cursor: Any, burials: Sequence[tuple[int, str, bool]], lease: Any) -> int:
+        """``burials`` are (id, error, counts_attempt): status dead, never claimed again."""
+        q = self.quote
+        total = 0
+        for row_id, error, counts_attempt in burials:
+            condition, params = self.settle_condition([row_id], lease)
+            cursor.execute(
+                f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + %s, "
+                f"{q('status')} = 4, {q('processed_at')} = {self.now_sql}, "
+                f"{q('last_error')} = %s WHERE {condition}",
+                [1 if counts_attempt else 0, error, *params],
+            )
+            total += cursor.rowcount
+        return total
+
+    def release(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
+        """Hand rows back untouched (the broker was down): pending again, no attempt spent."""
+        condition, params = self.settle_condition(ids, lease)
+        q = self.quote
+        cursor.execute(
+            f"UPDATE {self.table} SET {q('status')} = 0, {q('claimed_at')} = NULL "
+            f"WHERE {condition}",
+            params,
+        )
+        return int(cursor.rowcount)
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
+        raise NotImplementedError
+
+    #: The placeholder of purge's cutoff time.
+    cutoff_placeholder: ClassVar[str] = "%s"
+
+    def purge_condition(self, statuses: Sequence[int]) -> str:
+        """Closed rows older than the bound cutoff; statuses are ints, never user text."""
+        q = self.quote
+        codes = ", ".join(str(int(s)) for s in statuses)
+        return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.cutoff_placeholder}"

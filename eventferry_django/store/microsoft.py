@@ -8,9 +8,31 @@ client-side separator that it does not understand, so none is emitted.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
-from .base import Column, Dialect, contract_indexes
+from .base import CLAIM_COLUMNS, Column, Dialect, contract_indexes
+
+#: SQL Server's error number for a deadlock victim; the claim is simply run again.
+DEADLOCK_VICTIM = 1205
+DEADLOCK_RETRIES = 5
+
+#: Types of the claim's table variable; json columns travel as NVARCHAR(MAX) either way.
+_CLAIMED_TYPES = {
+    "id": "BIGINT NOT NULL PRIMARY KEY",
+    "message_id": "NVARCHAR(64) NOT NULL",
+    "topic": "NVARCHAR(255) NOT NULL",
+    "aggregate_type": "NVARCHAR(255) NOT NULL",
+    "aggregate_id": "NVARCHAR(255) NOT NULL",
+    "partition_key": "NVARCHAR(255) NULL",
+    "payload": "NVARCHAR(MAX) NOT NULL",
+    "headers": "NVARCHAR(MAX) NOT NULL",
+    "trace_id": "NVARCHAR(255) NULL",
+    "attempts": "INT NOT NULL",
+    "claimed_at": "DATETIME2(3) NOT NULL",
+}
 
 
 def _unicode_literal(value: str) -> str:
@@ -87,3 +109,86 @@ class MicrosoftDialect(Dialect):
 
     def drop_statements(self) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.table};"]
+
+    # -- DML ---------------------------------------------------------------------------
+    now_sql = "SYSUTCDATETIME()"
+    qualify_set_columns = True
+    # No READPAST on the probe: skipping a competitor's locked earlier row would let a
+    # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
+    # semantics under RCSI (the Azure SQL default), where plain reads would not block.
+    probe_hint = " WITH (READCOMMITTEDLOCK)"
+
+    cutoff_placeholder = "CAST(%s AS DATETIME2(3))"
+
+    def now_plus_sql(self) -> str:
+        return "DATEADD(MILLISECOND, %s, SYSUTCDATETIME())"
+
+    def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        # One parameter however many ids: SQL Server allows 2,100 parameters at most.
+        return (
+            f"{self.quote('id')} IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$'))",
+            [json.dumps([int(i) for i in ids])],
+        )
+
+    def claim_sql(self) -> str:
+        """The claim batch; parameters: batch size, then the negative lease timeout in ms.
+
+        Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on SQL
+        Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO. OUTPUT
+        goes INTO a table variable because a bare OUTPUT fails once the table has a trigger.
+        """
+        q = self.quote
+        declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
+        output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
+        return (
+            "SET NOCOUNT ON;\n"
+            "SET XACT_ABORT ON;\n"
+            f"DECLARE @claimed TABLE (\n    {declared}\n);\n"
+            "BEGIN TRY\n"
+            "    BEGIN TRANSACTION;\n"
+            f"    UPDATE o SET {self.claim_set_sql('o')}\n"
+            f"    OUTPUT {output} INTO @claimed\n"
+            f"    FROM {self.table} AS o\n"
+            "    JOIN (\n"
+            f"        SELECT TOP (%s) c.{q('id')}\n"
+            f"        FROM {self.table} AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)\n"
+            f"        WHERE {self.claimable_sql('c')}\n"
+            f"        ORDER BY c.{q('id')}\n"
+            f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
+            "    OPTION (MAXDOP 1);\n"
+            "    COMMIT TRANSACTION;\n"
+            "END TRY\n"
+            "BEGIN CATCH\n"
+            "    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;\n"
+            "    THROW;\n"
+            "END CATCH;\n"
+            f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {q('id')};"
+        )
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        for attempt in range(DEADLOCK_RETRIES):
+            try:
+                cursor.execute(self.claim_sql(), [limit, self.offset_param(-lease_timeout_ms)])
+                return list(cursor.fetchall())
+            except Exception as exc:
+                if not _is_deadlock_victim(exc) or attempt == DEADLOCK_RETRIES - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        # READPAST: a row locked by anyone is left for the next purge, never waited on.
+        # The cutoff is bound as DATETIME2(3); a DATEADD in milliseconds would overflow
+        # past about 24.8 days.
+        cursor.execute(
+            f"DELETE TOP (%s) FROM {self.table} WITH (ROWLOCK, READPAST) "
+            f"WHERE {self.purge_condition(statuses)}",
+            [limit, cutoff],
+        )
+        return int(cursor.rowcount)
+
+
+def _is_deadlock_victim(exc: BaseException) -> bool:
+    return any(str(DEADLOCK_VICTIM) in str(arg) for arg in getattr(exc, "args", ()))

@@ -11,7 +11,8 @@ an ``information_schema`` lookup and a prepared statement, which both accept.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from .base import Dialect, contract_indexes
 
@@ -62,3 +63,50 @@ class MysqlDialect(Dialect):
                 "DEALLOCATE PREPARE eventferry_ddl",
             ]
         return statements
+
+    # -- DML ---------------------------------------------------------------------------
+    now_sql = "UTC_TIMESTAMP(3)"
+    # MySQL evaluates SET assignments left to right with the new values, so the claim's
+    # SET must read the old status first: claim_set_sql() puts attempts before status.
+    qualify_set_columns = True
+    claim_needs_transaction = True
+
+    def now_plus_sql(self) -> str:
+        return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"
+
+    def offset_param(self, milliseconds: int) -> Any:
+        return milliseconds * 1000
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        # No UPDATE ... RETURNING here: lock, update, read back, inside the caller's
+        # transaction. A locking clause does not reach into the NOT EXISTS subquery, which
+        # reads committed state, so a competitor's locked earlier row still blocks.
+        q = self.quote
+        cursor.execute(
+            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.claimable_sql('c')} "
+            f"ORDER BY c.{q('id')} LIMIT %s FOR UPDATE SKIP LOCKED",
+            [self.offset_param(-lease_timeout_ms), limit],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return []
+        condition, params = self.ids_condition(ids)
+        cursor.execute(
+            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} WHERE o.{condition}", params
+        )
+        cursor.execute(
+            f"SELECT {self.returned_columns()} FROM {self.table} AS o WHERE o.{condition} "
+            f"ORDER BY o.{q('id')}",
+            params,
+        )
+        return list(cursor.fetchall())
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        cursor.execute(
+            f"DELETE FROM {self.table} WHERE {self.purge_condition(statuses)} "
+            f"ORDER BY {self.quote('id')} LIMIT %s",
+            [cutoff, limit],
+        )
+        return int(cursor.rowcount)

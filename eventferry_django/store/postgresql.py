@@ -6,9 +6,10 @@ needed; the claim index is a true partial index with INCLUDE columns.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
-from .base import Dialect
+from .base import JSON_COLUMNS, Dialect
 
 
 class PostgresqlDialect(Dialect):
@@ -33,3 +34,44 @@ class PostgresqlDialect(Dialect):
 
     def json_check(self, column: str) -> str | None:
         return None
+
+    # -- DML ---------------------------------------------------------------------------
+    # statement_timestamp(): one value for the whole statement, so every row of a claim
+    # shares its lease token, and it advances between statements of a transaction.
+    now_sql = "statement_timestamp()"
+
+    def now_plus_sql(self) -> str:
+        return "(statement_timestamp() + %s * INTERVAL '1 millisecond')"
+
+    def select_column(self, column: str) -> str:
+        if column in JSON_COLUMNS:
+            return f"o.{self.quote(column)}::text"
+        return super().select_column(column)
+
+    def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{self.quote('id')} = ANY(%s)", [list(ids)]
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        # One statement, so one short transaction even in autocommit. The probe has no
+        # locking clause: it reads committed state, and every open status blocks.
+        q = self.quote
+        cursor.execute(
+            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
+            f"FROM (SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s "
+            f"FOR UPDATE OF c SKIP LOCKED) AS picked "
+            f"WHERE o.{q('id')} = picked.{q('id')} RETURNING {self.returned_columns()}",
+            [self.offset_param(-lease_timeout_ms), limit],
+        )
+        return sorted(cursor.fetchall(), key=lambda row: row[0])
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        q = self.quote
+        cursor.execute(
+            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
+            f"WHERE {self.purge_condition(statuses)} LIMIT %s FOR UPDATE SKIP LOCKED)",
+            [cutoff, limit],
+        )
+        return int(cursor.rowcount)

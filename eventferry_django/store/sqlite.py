@@ -6,7 +6,8 @@ monotonic even after the newest rows are purged, which archives and replays rely
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from .base import Column, Dialect
 
@@ -44,3 +45,43 @@ class SqliteDialect(Dialect):
 
     def json_check(self, column: str) -> str:
         return f"json_valid({self.quote(column)})"
+
+    # -- DML ---------------------------------------------------------------------------
+    # SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,
+    # so it is correct with several relays, which simply take turns. Run one relay.
+    now_sql = "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
+
+    def now_plus_sql(self) -> str:
+        return "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)"
+
+    def offset_param(self, milliseconds: int) -> Any:
+        return f"{milliseconds / 1000:+.3f} seconds"
+
+    def select_column(self, column: str) -> str:
+        # RETURNING takes bare column names; the lease stays the exact stored text so it
+        # compares equal when it comes back.
+        if column == "claimed_at":
+            return f"CAST({self.quote(column)} AS TEXT)"
+        return self.quote(column)
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        q = self.quote
+        cursor.execute(
+            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
+            f"WHERE o.{q('id')} IN (SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s) "
+            f"RETURNING {self.returned_columns()}",
+            [self.offset_param(-lease_timeout_ms), limit],
+        )
+        return sorted(cursor.fetchall(), key=lambda row: row[0])
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        q = self.quote
+        cursor.execute(
+            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
+            f"WHERE {self.purge_condition(statuses)} ORDER BY {q('id')} LIMIT %s)",
+            [cutoff, limit],
+        )
+        return int(cursor.rowcount)

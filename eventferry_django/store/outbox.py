@@ -1,0 +1,185 @@
+"""The outbox store bound to one database alias: the contract's operations with the
+transaction handling around them. The SQL itself lives in the vendor modules."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from ..conf import get_settings
+from ..exceptions import EventferryError
+from ..models import Status
+from ..publishers.base import OutboundMessage
+from . import dialect_for
+from .base import MAX_BATCH, Dialect
+
+
+@dataclass(frozen=True)
+class ClaimedEvent:
+    """A row this relay holds: the message to publish and the lease that proves it."""
+
+    message: OutboundMessage
+    lease: Any
+
+    @property
+    def id(self) -> int:
+        return self.message.id
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A message the broker refused: retried after ``delay`` seconds, unless ``dead``."""
+
+    event: ClaimedEvent
+    error: str
+    delay: float = 0.0
+    dead: bool = False
+    counts_attempt: bool = True
+
+
+def _by_lease(events: Iterable[ClaimedEvent]) -> dict[Any, list[int]]:
+    groups: dict[Any, list[int]] = defaultdict(list)
+    for event in events:
+        groups[event.lease].append(event.id)
+    return groups
+
+
+def _truncate(error: str, limit: int = 4000) -> str:
+    return error if len(error) <= limit else error[: limit - 1] + "…"
+
+
+class OutboxStore:
+    """The outbox table on one database alias (``EVENTFERRY["DATABASE"]`` by default)."""
+
+    def __init__(self, using: str | None = None) -> None:
+        settings = get_settings()
+        self.alias = using or settings.database
+        self.dialect: Dialect = dialect_for(
+            self.connection.vendor, settings.table_name, native_json=settings.native_json
+        )
+
+    @property
+    def connection(self) -> BaseDatabaseWrapper:
+        return connections[self.alias]
+
+    def _run(self, operation: Callable[[Any], int], *, atomic: bool = True) -> int:
+        """Run ``operation`` with a cursor; in a transaction only when it issues more
+        than one statement (autocommit saves a BEGIN and a COMMIT round trip)."""
+        scope = transaction.atomic(using=self.alias) if atomic else nullcontext()
+        with scope, self.connection.cursor() as cursor:
+            return operation(cursor)
+
+    # -- claim -------------------------------------------------------------------------
+    def claim(self, limit: int, lease_timeout: float) -> list[ClaimedEvent]:
+        """Take up to ``limit`` (1..10,000) claimable rows; see the contract for which.
+
+        Meant for autocommit: where the vendor's claim is one statement (or, on SQL
+        Server, one batch with its own transaction) no extra BEGIN/COMMIT is paid.
+        """
+        if not 1 <= limit <= MAX_BATCH:
+            raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {limit!r}.")
+        timeout_ms = round(lease_timeout * 1000)
+        scope = (transaction.atomic(using=self.alias) if self.dialect.claim_needs_transaction
+                 else nullcontext())
+        with scope, self.connection.cursor() as cursor:
+            rows = self.dialect.claim(cursor, limit, timeout_ms)
+        return [self._claimed(row) for row in rows]
+
+    @staticmethod
+    def _claimed(row: Sequence[Any]) -> ClaimedEvent:
+        (row_id, message_id, topic, aggregate_type, aggregate_id, partition_key, payload,
+         headers, trace_id, attempts, claimed_at) = row
+        message = OutboundMessage(
+            id=int(row_id), message_id=message_id, topic=topic,
+            aggregate_type=aggregate_type, aggregate_id=aggregate_id,
+            partition_key=partition_key, payload=payload, headers=json.loads(headers),
+            trace_id=trace_id, attempts=int(attempts),
+        )
+        return ClaimedEvent(message, claimed_at)
+
+    # -- settle ------------------------------------------------------------------------
+    def ack(self, events: Sequence[ClaimedEvent]) -> int:
+        """Mark delivered events done; one statement per lease (normally one). Returns how
+        many rows were still ours; the rest were taken back and are left alone."""
+        if not events:
+            return 0
+        groups = _by_lease(events)
+        return self._run(lambda cursor: sum(
+            self.dialect.ack(cursor, ids, lease) for lease, ids in groups.items()
+        ), atomic=len(groups) > 1)
+
+    def release(self, events: Sequence[ClaimedEvent]) -> int:
+        """Hand events back as pending without spending an attempt (broker outage)."""
+        if not events:
+            return 0
+        groups = _by_lease(events)
+        return self._run(lambda cursor: sum(
+            self.dialect.release(cursor, ids, lease) for lease, ids in groups.items()
+        ), atomic=len(groups) > 1)
+
+    def record_failures(self, failures: Sequence[Failure]) -> int:
+        """Retry or bury refused events, all in one transaction."""
+        if not failures:
+            return 0
+
+        def run(cursor: Any) -> int:
+            settled = 0
+            retries = [f for f in failures if not f.dead]
+            for lease, group in _group(retries).items():
+                settled += self.dialect.fail(cursor, [
+                    (f.event.id, max(1, round(f.delay * 1000)), _truncate(f.error))
+                    for f in group
+                ], lease)
+            for lease, group in _group([f for f in failures if f.dead]).items():
+                settled += self.dialect.bury(cursor, [
+                    (f.event.id, _truncate(f.error), f.counts_attempt) for f in group
+                ], lease)
+            return settled
+
+        return self._run(run)
+
+    # -- purge -------------------------------------------------------------------------
+    def purge(
+        self,
+        older_than: dt.datetime,
+        *,
+        statuses: Sequence[Status] = (Status.DONE,),
+        batch_size: int = 1000,
+        max_rows: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Delete done (and, if asked, dead) rows processed before ``older_than``, in
+        batches, until a batch comes back short or ``max_rows`` (a soft cap) is passed.
+        Open rows (pending, claimed, failed) are never deleted, whatever is asked."""
+        if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
+            raise EventferryError("purge deletes done and/or dead rows only.")
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise EventferryError(f"batch_size must be 1..{MAX_BATCH:,}, got {batch_size!r}.")
+        cutoff = self.connection.ops.adapt_datetimefield_value(older_than)
+        deleted = 0
+        while max_rows is None or deleted < max_rows:
+            batch = self._run(
+                lambda cursor: self.dialect.purge_batch(cursor, statuses, cutoff, batch_size),
+                atomic=False,
+            )
+            deleted += batch
+            if progress is not None:
+                progress(deleted)
+            if batch < batch_size:
+                break
+        return deleted
+
+
+def _group(failures: Sequence[Failure]) -> dict[Any, list[Failure]]:
+    groups: dict[Any, list[Failure]] = defaultdict(list)
+    for failure in failures:
+        groups[failure.event.lease].append(failure)
+    return groups

@@ -1,0 +1,181 @@
+"""The store's contract operations on a real database: claim, ack, fail, dead, release,
+purge, with head-of-aggregate ordering, lease take-back and fencing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from eventferry_django import NewEvent, publish_events
+from eventferry_django.exceptions import EventferryError
+from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.store.outbox import Failure, OutboxStore
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def publish(*aggregates: str, topic: str = "t") -> list[str]:
+    with transaction.atomic():
+        return publish_events([NewEvent(topic, {"n": i}, "agg", a) for i, a in enumerate(aggregates)])
+
+
+def statuses() -> list[tuple[str, int, int]]:
+    return list(OutboxEvent.objects.order_by("id").values_list("aggregate_id", "status", "attempts"))
+
+
+def test_claim_takes_only_the_head_of_each_aggregate() -> None:
+    publish("a", "a", "b", "c", "b")
+    store = OutboxStore()
+    claimed = store.claim(10, lease_timeout=60)
+    assert [(e.message.aggregate_id, json.loads(e.message.payload)) for e in claimed] == [
+        ("a", {"n": 0}), ("b", {"n": 2}), ("c", {"n": 3}),
+    ]
+    # Nothing else is claimable until the heads are settled.
+    assert store.claim(10, lease_timeout=60) == []
+    assert store.ack(claimed) == 3
+    second = store.claim(10, lease_timeout=60)
+    assert [(e.message.aggregate_id, json.loads(e.message.payload)) for e in second] == [
+        ("a", {"n": 1}), ("b", {"n": 4}),
+    ]
+
+
+def test_claimed_message_carries_the_row() -> None:
+    with transaction.atomic():
+        [message_id] = publish_events([NewEvent("order.paid", {"x": [1, 2]}, "order", "o-1",
+                                                headers={"h": "v"}, partition_key="p")])
+    [event] = OutboxStore().claim(5, lease_timeout=60)
+    m = event.message
+    assert (m.message_id, m.topic, m.aggregate_type, m.aggregate_id, m.partition_key) == (
+        message_id, "order.paid", "order", "o-1", "p")
+    assert m.headers == {"h": "v"} and m.attempts == 0
+    assert json.loads(m.payload) == {"x": [1, 2]}
+    row = OutboxEvent.objects.get()
+    assert row.status == Status.CLAIMED and row.claimed_at is not None
+
+
+def test_claim_limit_is_validated() -> None:
+    with pytest.raises(EventferryError, match=r"claim limit must be 1\.\.10,000, got 0"):
+        OutboxStore().claim(0, lease_timeout=60)
+    with pytest.raises(EventferryError, match=r"got 10001"):
+        OutboxStore().claim(10_001, lease_timeout=60)
+
+
+def test_ack_marks_done_with_processed_at() -> None:
+    publish("a", "b")
+    store = OutboxStore()
+    claimed = store.claim(10, lease_timeout=60)
+    assert store.ack(claimed) == 2
+    assert all(e.status == Status.DONE and e.processed_at for e in OutboxEvent.objects.all())
+    assert store.claim(10, lease_timeout=60) == []
+
+
+def test_failed_row_waits_for_its_retry_time_and_blocks_its_aggregate() -> None:
+    publish("a", "a", "b")
+    store = OutboxStore()
+    first = store.claim(10, lease_timeout=60)
+    a_head = next(e for e in first if e.message.aggregate_id == "a")
+    b = next(e for e in first if e.message.aggregate_id == "b")
+    assert store.record_failures([Failure(a_head, "broker said no", delay=0.4)]) == 1
+    store.ack([b])
+    assert statuses() == [("a", Status.FAILED, 1), ("a", Status.PENDING, 0), ("b", Status.DONE, 0)]
+    row = OutboxEvent.objects.get(id=a_head.id)
+    assert row.last_error == "broker said no" and row.next_retry_at is not None
+    assert store.claim(10, lease_timeout=60) == []  # not due; the second "a" waits behind it
+    time.sleep(0.6)
+    [retry] = store.claim(10, lease_timeout=60)
+    assert retry.id == a_head.id and retry.message.attempts == 1
+
+
+def test_dead_rows_never_block_or_return() -> None:
+    publish("a", "a")
+    store = OutboxStore()
+    [head] = store.claim(10, lease_timeout=60)
+    store.record_failures([Failure(head, "poison", dead=True)])
+    row = OutboxEvent.objects.get(id=head.id)
+    assert (row.status, row.attempts, row.last_error) == (Status.DEAD, 1, "poison")
+    assert row.processed_at is not None
+    [next_one] = store.claim(10, lease_timeout=60)
+    assert next_one.id != head.id
+
+
+def test_expired_lease_is_taken_back_with_an_attempt_and_the_stale_relay_is_fenced() -> None:
+    publish("a")
+    store = OutboxStore()
+    [stale] = store.claim(1, lease_timeout=0.2)
+    assert store.claim(1, lease_timeout=0.2) == []  # lease still holds
+    time.sleep(0.4)
+    [fresh] = store.claim(1, lease_timeout=0.2)
+    assert fresh.id == stale.id and fresh.message.attempts == 1
+    assert fresh.lease != stale.lease
+    # The relay that lost the lease can neither ack, fail, bury nor release the row.
+    assert store.ack([stale]) == 0
+    assert store.record_failures([Failure(stale, "late", delay=1)]) == 0
+    assert store.record_failures([Failure(stale, "late", dead=True)]) == 0
+    assert store.release([stale]) == 0
+    assert OutboxEvent.objects.get().status == Status.CLAIMED
+    assert store.ack([fresh]) == 1
+    assert OutboxEvent.objects.get().status == Status.DONE
+
+
+def test_release_hands_rows_back_without_spending_an_attempt() -> None:
+    publish("a", "b")
+    store = OutboxStore()
+    claimed = store.claim(10, lease_timeout=60)
+    assert store.release(claimed) == 2
+    assert statuses() == [("a", Status.PENDING, 0), ("b", Status.PENDING, 0)]
+    assert len(store.claim(10, lease_timeout=60)) == 2
+
+
+def test_long_errors_are_truncated_to_the_column() -> None:
+    publish("a")
+    store = OutboxStore()
+    [event] = store.claim(1, lease_timeout=60)
+    store.record_failures([Failure(event, "x" * 5000, delay=1)])
+    assert len(OutboxEvent.objects.get().last_error or "") == 4000
+
+
+def _age(status: Status, processed_days_ago: float | None, count: int) -> None:
+    ids = publish(*[f"p{i}" for i in range(count)])
+    when = timezone.now() - dt.timedelta(days=processed_days_ago) if processed_days_ago else None
+    OutboxEvent.objects.filter(message_id__in=ids).update(
+        status=status, processed_at=when,
+        claimed_at=timezone.now() if status == Status.CLAIMED else None,
+        next_retry_at=timezone.now() if status == Status.FAILED else None,
+    )
+
+
+def test_purge_deletes_only_old_done_rows_in_batches() -> None:
+    _age(Status.DONE, 10, 25)
+    _age(Status.DONE, 1, 3)
+    _age(Status.DEAD, 10, 4)
+    _age(Status.PENDING, None, 2)
+    _age(Status.CLAIMED, None, 2)
+    _age(Status.FAILED, None, 2)
+    seen: list[int] = []
+    cutoff = timezone.now() - dt.timedelta(days=7)
+    deleted = OutboxStore().purge(cutoff, batch_size=10, progress=seen.append)
+    assert deleted == 25
+    assert seen == [10, 20, 25]
+    remaining = sorted(OutboxEvent.objects.values_list("status", flat=True))
+    assert remaining == sorted([Status.DONE] * 3 + [Status.DEAD] * 4 + [0, 0, 1, 1, 3, 3])
+
+
+def test_purge_dead_only_when_asked_and_soft_cap() -> None:
+    _age(Status.DONE, 10, 30)
+    _age(Status.DEAD, 10, 5)
+    cutoff = timezone.now() - dt.timedelta(days=7)
+    store = OutboxStore()
+    # The soft cap stops after the batch that passes it.
+    assert store.purge(cutoff, batch_size=8, max_rows=10) == 16
+    assert store.purge(cutoff, statuses=(Status.DONE, Status.DEAD), batch_size=100) == 19
+    assert not OutboxEvent.objects.exists()
+
+
+def test_purge_refuses_open_statuses() -> None:
+    with pytest.raises(EventferryError, match="purge deletes done and/or dead rows only"):
+        OutboxStore().purge(timezone.now(), statuses=(Status.PENDING,))
