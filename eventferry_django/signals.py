@@ -9,3 +9,6 @@ An in-process relay listens to it to wake up early; metrics may count with it.
 from django.dispatch import Signal
 
 events_committed = Signal()
+
+#: Sent after ``operations.redrive`` moved rows back to pending, with ``count`` and ``using``.
+events_redriven = Signal()

@@ -43,6 +43,8 @@ TEMPLATES = [{
 ROOT_URLCONF = "tests.urls"
 
 VENDOR = os.environ.get("EVENTFERRY_TEST_DB", "sqlite")
+#: Set by tests that start relays as real processes, so they use the test database.
+DB_NAME_OVERRIDE = os.environ.get("EVENTFERRY_TEST_DB_NAME")
 
 
 def _mssql_database() -> dict[str, Any]:
@@ -104,5 +106,8 @@ else:
     raise ImproperlyConfigured(
         f"EVENTFERRY_TEST_DB={VENDOR!r}; use sqlite, postgres, mariadb or mssql."
     )
+
+if DB_NAME_OVERRIDE:
+    DATABASES["default"]["NAME"] = DB_NAME_OVERRIDE
 
 EVENTFERRY = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}

@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events

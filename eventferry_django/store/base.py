@@ -241,6 +241,11 @@ class Dialect:
             self._insert_sql[rows] = sql
         return sql
 
+    def notify_sql(self) -> str | None:
+        """A statement that wakes listening relays when the transaction commits, if the
+        vendor has one; its single parameter is the channel name."""
+        return None
+
     def claimable_sql(self, alias: str = "c") -> str:
         """Rows a relay may take now: due pending/failed rows and expired leases, each the
         head of its aggregate. The first placeholder is the lease timeout offset (a

@@ -43,6 +43,10 @@ class PostgresqlDialect(Dialect):
     def now_plus_sql(self) -> str:
         return "(statement_timestamp() + %s * INTERVAL '1 millisecond')"
 
+    def notify_sql(self) -> str:
+        # Delivered at commit, dropped on rollback, folded when repeated in a transaction.
+        return "SELECT pg_notify(%s, '')"
+
     def select_column(self, column: str) -> str:
         if column in JSON_COLUMNS:
             return f"o.{self.quote(column)}::text"

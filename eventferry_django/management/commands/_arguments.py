@@ -1,0 +1,59 @@
+"""argparse ``type=`` validators shared by the management commands."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from collections.abc import Callable
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from ...exceptions import EventferryError
+from ...operations import parse_duration
+
+
+def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"{low}..{high:,}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({bounds})")
+        return value
+
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return value
+
+
+def duration(text: str) -> dt.timedelta:
+    try:
+        return parse_duration(text)
+    except EventferryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def moment(text: str) -> dt.datetime:
+    """An ISO 8601 date-time (UTC when it has no offset), or a duration ago (``2h``)."""
+    try:
+        return timezone.now() - parse_duration(text)
+    except EventferryError:
+        pass
+    parsed = parse_datetime(text)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither an ISO 8601 date-time (2026-11-21T08:00) nor a duration "
+            "ago (90m, 2d)"
+        )
+    return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=dt.UTC)

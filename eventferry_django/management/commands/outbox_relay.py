@@ -1,0 +1,84 @@
+"""``manage.py outbox_relay``: run the relay (the loop itself lives in ``relay.Relay``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from ...conf import MAX_BATCH_SIZE, get_settings
+from ...relay import Relay, RelayConfig
+from ...store.outbox import OutboxStore
+from ._arguments import int_range, positive_seconds
+
+
+class Command(BaseCommand):
+    help = "Publish outbox events to the configured broker until stopped (SIGTERM/SIGINT)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        settings = get_settings()
+        parser.add_argument("--once", action="store_true", help="Run one pass and exit.")
+        parser.add_argument(
+            "--until-empty", action="store_true",
+            help="Exit when nothing is claimable right now (rows waiting for a retry time "
+            "or another relay's lease do not keep it running).",
+        )
+        parser.add_argument(
+            "--batch-size", type=int_range(1, MAX_BATCH_SIZE), default=settings.batch_size,
+            help="Events claimed per pass (default: EVENTFERRY['BATCH_SIZE'] = %(default)s).",
+        )
+        parser.add_argument(
+            "--poll-interval", type=positive_seconds, default=1.0,
+            help="Longest idle sleep in seconds between empty passes (default: %(default)s); "
+            "a commit in this process or a PostgreSQL NOTIFY wakes it early.",
+        )
+        parser.add_argument("--max-events", type=int_range(1),
+                            help="Exit after claiming this many events.")
+        parser.add_argument(
+            "--relay-id", default=f"{socket.gethostname()}:{os.getpid()}",
+            help="Name used in logs (default: host:pid, here %(default)s).",
+        )
+        parser.add_argument(
+            "--database", default=settings.database,
+            help="Database alias of the outbox (default: %(default)s).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["database"] not in connections:
+            raise CommandError(f"Unknown database alias {options['database']!r}.")
+        if options["once"] and options["until_empty"]:
+            raise CommandError("--once and --until-empty exclude each other.")
+        self._configure_logging(options["verbosity"])
+        settings = get_settings()
+        relay = Relay(RelayConfig(
+            batch_size=options["batch_size"],
+            poll_interval=options["poll_interval"],
+            claim_timeout=settings.claim_timeout,
+            max_attempts=settings.max_attempts,
+            relay_id=options["relay_id"],
+            once=options["once"],
+            until_empty=options["until_empty"],
+            max_events=options["max_events"],
+        ), store=OutboxStore(options["database"]))
+        relay.install_signal_handlers()
+        stats = relay.run()
+        if options["verbosity"] >= 1:
+            self.stdout.write(
+                f"relay {options['relay_id']}: {stats.published} published, "
+                f"{stats.retried} retried, {stats.dead} dead, {stats.released} released "
+                f"in {stats.passes} passes"
+            )
+
+    @staticmethod
+    def _configure_logging(verbosity: int) -> None:
+        logger = logging.getLogger("eventferry")
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
+

@@ -1,0 +1,140 @@
+"""Operator actions shared by every face: management commands, the admin and Celery
+tasks call these, so redrive from the admin and from ``outbox_redrive`` cannot drift."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.utils import timezone
+
+from .conf import get_settings
+from .exceptions import EventferryError
+from .models import OutboxEvent, OutboxEventQuerySet, Status
+from .signals import events_redriven
+from .store.outbox import OutboxStore
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """``0s``, ``90m``, ``12h``, ``30d``, ``2w`` as a timedelta."""
+    match = _DURATION.match(text or "")
+    if not match:
+        raise EventferryError(
+            f"{text!r} is not a duration; use a whole number and a unit: "
+            "s, m, h, d or w (e.g. 30s, 90m, 12h, 7d)."
+        )
+    return dt.timedelta(seconds=int(match[1]) * _UNIT_SECONDS[match[2]])
+
+
+PURGE_STATUSES: dict[str, tuple[Status, ...]] = {
+    "done": (Status.DONE,),
+    "dead": (Status.DEAD,),
+    "both": (Status.DONE, Status.DEAD),
+}
+
+
+def _events(using: str | None) -> OutboxEventQuerySet:
+    return OutboxEvent.objects.using(using or get_settings().database)
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    rows: int
+    cutoff: dt.datetime
+    dry_run: bool
+
+
+def purge(
+    older_than: dt.timedelta,
+    *,
+    status: str = "done",
+    batch_size: int = 1000,
+    max_rows: int | None = None,
+    dry_run: bool = False,
+    using: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PurgeResult:
+    """Delete done (``status="dead"``/``"both"``: also dead) rows processed longer than
+    ``older_than`` ago. Pending, claimed and failed rows are never touched."""
+    if status not in PURGE_STATUSES:
+        raise EventferryError(f"status must be one of {', '.join(PURGE_STATUSES)}, "
+                              f"got {status!r}.")
+    statuses = PURGE_STATUSES[status]
+    cutoff = timezone.now() - older_than
+    if dry_run:
+        rows = _events(using).filter(status__in=statuses, processed_at__lt=cutoff).count()
+        return PurgeResult(rows if max_rows is None else min(rows, max_rows), cutoff, True)
+    rows = OutboxStore(using).purge(
+        cutoff, statuses=statuses, batch_size=batch_size, max_rows=max_rows, progress=progress
+    )
+    return PurgeResult(rows, cutoff, False)
+
+
+@dataclass(frozen=True)
+class RedriveSelection:
+    """Which dead (and optionally failed) rows to move back to pending; filters combine
+    with AND, and at least one must be given."""
+
+    ids: Sequence[int] = ()
+    topic: str | None = None
+    aggregate_id: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    error_contains: str | None = None
+    include_failed: bool = False
+
+    def query(self) -> Q:
+        filters = {
+            "id__in": list(self.ids) or None,
+            "topic": self.topic,
+            "aggregate_id": self.aggregate_id,
+            "created_at__gte": self.since,
+            "created_at__lt": self.until,
+            "last_error__contains": self.error_contains,
+        }
+        given = {k: v for k, v in filters.items() if v is not None}
+        if not given:
+            raise EventferryError("Say which events to redrive: ids, a topic, an aggregate "
+                                  "id, a time range or error text.")
+        return Q(**given)
+
+    @property
+    def statuses(self) -> tuple[Status, ...]:
+        return (Status.DEAD, Status.FAILED) if self.include_failed else (Status.DEAD,)
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    rows: int
+    dry_run: bool
+    sample: list[OutboxEvent]
+
+
+def redrive(
+    selection: RedriveSelection,
+    *,
+    dry_run: bool = False,
+    using: str | None = None,
+    sample_size: int = 20,
+) -> RedriveResult:
+    """Move the selected rows back to pending with attempts, retry time and error reset.
+
+    The status condition is part of the UPDATE itself, so a row a relay claims meanwhile
+    is left alone.
+    """
+    selected = _events(using).filter(selection.query(), status__in=selection.statuses)
+    if dry_run:
+        return RedriveResult(selected.count(), True, list(selected.order_by("id")[:sample_size]))
+    rows = selected.update(
+        status=Status.PENDING, attempts=0, next_retry_at=None, last_error=None,
+        claimed_at=None, processed_at=None,
+    )
+    if rows:
+        events_redriven.send(sender=OutboxEvent, count=rows, using=using or get_settings().database)
+    return RedriveResult(rows, False, [])

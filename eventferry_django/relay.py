@@ -1,0 +1,254 @@
+"""The relay: claim a batch, publish it, settle it; sleep only when there is nothing to do.
+
+One pass costs one claim (a short transaction), one publisher call for the whole batch
+(the publisher pipelines it and waits for broker confirms once) and one ack statement, so
+neither a commit nor a broker round trip is paid per event.
+
+Failures are sorted by whose fault they are:
+- the message's (the publisher answers RETRY or GIVE_UP): an attempt is spent, the row is
+  retried with backoff and goes dead after ``MAX_ATTEMPTS``;
+- the broker's (the publisher raises): the batch is handed back untouched and the relay
+  backs off; an outage never spends attempts, so it never turns an event dead;
+- the database's: the relay drops the connection, backs off and carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+
+from django.db import DatabaseError, InterfaceError, close_old_connections, connections
+from django.utils.module_loading import import_string
+
+from .conf import EventferrySettings, get_settings
+from .publishers.base import BrokerUnavailable, Outcome, Publisher, PublishResult
+from .retry import retry_delay
+from .store.outbox import ClaimedEvent, Failure, OutboxStore
+from .waker import Waker, notify_channel
+
+logger = logging.getLogger("eventferry.relay")
+
+#: First idle sleep; it doubles on each empty pass up to the poll interval.
+MIN_IDLE_SLEEP = 0.05
+#: Longest pause after the database or broker failed.
+MAX_ERROR_BACKOFF = 30.0
+
+
+def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
+    """The publisher named in ``EVENTFERRY["PUBLISHER"]``, built with its OPTIONS."""
+    config = (settings or get_settings()).publisher
+    publisher_class = import_string(config.backend)
+    return publisher_class(**config.options)  # type: ignore[no-any-return]
+
+
+@dataclass
+class PassResult:
+    """What one claim-publish-settle pass did."""
+
+    claimed: int = 0
+    published: int = 0
+    retried: int = 0
+    dead: int = 0
+    fenced: int = 0
+
+
+@dataclass
+class RelayStats:
+    passes: int = 0
+    claimed: int = 0
+    published: int = 0
+    retried: int = 0
+    dead: int = 0
+    released: int = 0
+    errors: int = 0
+
+    def add(self, result: PassResult) -> None:
+        self.passes += 1
+        self.claimed += result.claimed
+        self.published += result.published
+        self.retried += result.retried
+        self.dead += result.dead
+
+
+@dataclass
+class RelayConfig:
+    batch_size: int
+    poll_interval: float = 1.0
+    claim_timeout: float = 60.0
+    max_attempts: int = 5
+    relay_id: str = ""
+    once: bool = False
+    until_empty: bool = False
+    max_events: int | None = None
+    #: First pause after a database or broker failure; it doubles up to 30 s.
+    error_backoff: float = 0.5
+
+
+class Relay:
+    """Drives the store and a publisher; the ``outbox_relay`` command is a thin face on it."""
+
+    def __init__(
+        self,
+        config: RelayConfig,
+        *,
+        store: OutboxStore | None = None,
+        publisher: Publisher | None = None,
+        settings: EventferrySettings | None = None,
+        sleep: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.settings = settings or get_settings()
+        self.config = config
+        self.store = store or OutboxStore()
+        self.publisher = publisher or build_publisher(self.settings)
+        self.waker = Waker(self.store.alias, notify_channel(self.settings.table))
+        self._sleep = sleep or self.waker.sleep
+        self.stats = RelayStats()
+        self._stopping = False
+        self._rng = random.Random()
+
+    # -- one pass ----------------------------------------------------------------------
+    def run_once(self) -> PassResult:
+        """Claim one batch, publish it, settle it. Raises on database or broker outage
+        (after handing the batch back when the database allows)."""
+        limit = self.config.batch_size
+        if self.config.max_events is not None:
+            limit = max(1, min(limit, self.config.max_events - self.stats.claimed))
+        events = self.store.claim(limit, self.config.claim_timeout)
+        result = PassResult(claimed=len(events))
+        if not events:
+            return result
+        # Rows taken back from dead relays were already charged an attempt at claim time;
+        # one that has used them all is buried unpublished (it may be what kills relays).
+        spent = [e for e in events if e.message.attempts >= self.config.max_attempts]
+        to_publish = [e for e in events if e.message.attempts < self.config.max_attempts]
+        failures = [
+            Failure(e, f"gave up after {e.message.attempts} attempts: the lease expired "
+                    "each time (the relay holding it stopped before settling it)",
+                    dead=True, counts_attempt=False)
+            for e in spent
+        ]
+        results = self._publish(to_publish) if to_publish else []
+        delivered: list[ClaimedEvent] = []
+        for event, outcome in zip(to_publish, results, strict=True):
+            if outcome.outcome is Outcome.OK:
+                delivered.append(event)
+            else:
+                failures.append(self._failure(event, outcome))
+        settled = self.store.ack(delivered)
+        settled += self.store.record_failures(failures)
+        result.published = len(delivered)
+        result.dead = sum(1 for f in failures if f.dead)
+        result.retried = len(failures) - result.dead
+        result.fenced = len(events) - settled
+        if result.fenced:
+            logger.warning("[%s] %d event(s) were taken back by another relay before this "
+                           "one settled them; their outcome here was discarded",
+                           self.config.relay_id, result.fenced)
+        return result
+
+    def _publish(self, events: list[ClaimedEvent]) -> list[PublishResult]:
+        try:
+            results = self.publisher.publish([e.message for e in events])
+            if len(results) != len(events):
+                raise BrokerUnavailable(
+                    f"{type(self.publisher).__name__} answered {len(results)} results "
+                    f"for {len(events)} messages"
+                )
+            return results
+        except Exception as exc:
+            # Not the messages' fault as far as we can tell: hand them back unspent.
+            self.store.release(events)
+            self.stats.released += len(events)
+            if isinstance(exc, BrokerUnavailable):
+                raise
+            raise BrokerUnavailable(f"publisher raised {type(exc).__name__}: {exc}") from exc
+
+    def _failure(self, event: ClaimedEvent, result: PublishResult) -> Failure:
+        attempts = event.message.attempts + 1
+        error = result.error or f"publisher answered {result.outcome.value}"
+        if result.outcome is Outcome.GIVE_UP or attempts >= self.config.max_attempts:
+            return Failure(event, error, dead=True)
+        return Failure(event, error, delay=retry_delay(attempts, self.settings.backoff, self._rng))
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> RelayStats:
+        """Pass after pass until stopped, ``--once``, ``--until-empty`` or ``--max-events``."""
+        # A relay that exits when idle never sleeps long enough to need waking.
+        may_idle = not (self.config.once or self.config.until_empty)
+        if may_idle:
+            self.waker.start()
+        idle_sleep = MIN_IDLE_SLEEP
+        error_sleep = self.config.error_backoff
+        try:
+            while not self._stopping:
+                close_old_connections()
+                try:
+                    result = self.run_once()
+                except (DatabaseError, InterfaceError) as exc:
+                    self._on_error("database", exc, error_sleep)
+                    connections[self.store.alias].close()
+                    error_sleep = min(error_sleep * 2, MAX_ERROR_BACKOFF)
+                    continue
+                except BrokerUnavailable as exc:
+                    self._on_error("broker", exc, error_sleep)
+                    error_sleep = min(error_sleep * 2, MAX_ERROR_BACKOFF)
+                    continue
+                error_sleep = self.config.error_backoff
+                self.stats.add(result)
+                if self._finished(result):
+                    break
+                if result.claimed == 0:
+                    self._sleep(idle_sleep)
+                    idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
+                else:
+                    idle_sleep = MIN_IDLE_SLEEP
+        finally:
+            if may_idle:
+                self.waker.stop()
+            self.publisher.close()
+        return self.stats
+
+    def _finished(self, result: PassResult) -> bool:
+        if self.config.once:
+            return True
+        if self.config.until_empty and result.claimed == 0:
+            return True
+        return self.config.max_events is not None and self.stats.claimed >= self.config.max_events
+
+    def _on_error(self, what: str, exc: BaseException, pause: float) -> None:
+        self.stats.errors += 1
+        logger.warning("[%s] %s unavailable (%s); retrying in %.1fs",
+                       self.config.relay_id, what, exc, pause)
+        if self.config.once:
+            raise exc
+        self._pause(pause)
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.2))
+
+    # -- stopping ----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Finish the batch in hand, then return from :meth:`run`."""
+        self._stopping = True
+        self.waker.wake()
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT: finish the batch and stop. Second: exit at once."""
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            if self._stopping:
+                logger.warning("second %s: exiting now", signal.Signals(signum).name)
+                raise SystemExit(128 + signum)
+            logger.info("%s: finishing the current batch, then stopping "
+                        "(send it again to exit at once)", signal.Signals(signum).name)
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

@@ -1,0 +1,232 @@
+"""The relay in-process: delivery, retry and dead, outages, waking, stopping."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.db import connection, connections, transaction
+from django.test import override_settings
+
+from eventferry_django import NewEvent, publish_event, publish_events
+from eventferry_django.conf import get_settings
+from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.publishers.base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+)
+from eventferry_django.publishers.memory import InMemoryPublisher
+from eventferry_django.relay import Relay, RelayConfig
+from eventferry_django.store import dialect_for
+from eventferry_django.waker import notify_channel
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAST_BACKOFF = {"BACKOFF": {"BASE": 0.01, "MAX": 0.02, "JITTER": 0.0},
+                "PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}
+
+
+class ScriptedPublisher(Publisher):
+    """Answers from a script: per topic, an outcome; ``outages`` calls raise first."""
+
+    def __init__(self, outcomes: dict[str, Outcome] | None = None, outages: int = 0) -> None:
+        super().__init__()
+        self.outcomes = outcomes or {}
+        self.outages = outages
+        self.calls: list[list[str]] = []
+        self.closed = False
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        self.calls.append([m.message_id for m in messages])
+        if self.outages:
+            self.outages -= 1
+            raise BrokerUnavailable("connection refused")
+        return [PublishResult(self.outcomes.get(m.topic, Outcome.OK), f"{m.topic} refused")
+                for m in messages]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture(autouse=True)
+def _memory() -> Iterator[None]:
+    InMemoryPublisher.reset()
+    with override_settings(EVENTFERRY=FAST_BACKOFF):
+        yield
+
+
+def relay(publisher: Publisher | None = None, **config: Any) -> Relay:
+    settings = get_settings()
+    options: dict[str, Any] = {
+        "batch_size": 50, "poll_interval": 0.05, "claim_timeout": settings.claim_timeout,
+        "max_attempts": settings.max_attempts, "until_empty": True, "error_backoff": 0.01,
+    }
+    options.update(config)
+    return Relay(RelayConfig(**options), publisher=publisher)
+
+
+def test_delivers_everything_in_order_per_aggregate() -> None:
+    with transaction.atomic():
+        ids = publish_events([NewEvent("t", {"n": n}, "order", f"o{n % 5}") for n in range(120)])
+    stats = relay().run()
+    assert stats.published == 120 and stats.dead == stats.retried == 0
+    sent = InMemoryPublisher.sent
+    assert sorted(m.message_id for m in sent) == sorted(ids)
+    for aggregate in {m.aggregate_id for m in sent}:
+        ns = [m.payload for m in sent if m.aggregate_id == aggregate]
+        assert ns == sorted(ns, key=lambda p: int(p.split(":")[1].rstrip("}")))
+    assert set(OutboxEvent.objects.values_list("status", flat=True)) == {Status.DONE}
+
+
+def test_refused_message_is_retried_then_dead_after_max_attempts() -> None:
+    with transaction.atomic():
+        publish_event("bad", {}, aggregate_type="a", aggregate_id="1")
+        publish_event("good", {}, aggregate_type="a", aggregate_id="2")
+    publisher = ScriptedPublisher({"bad": Outcome.RETRY})
+    stats = relay(publisher, until_empty=False, max_events=6).run()
+    # "good" once, "bad" five times: four retries then dead on the fifth.
+    assert (stats.published, stats.retried, stats.dead) == (1, 4, 1)
+    bad = OutboxEvent.objects.get(topic="bad")
+    assert (bad.status, bad.attempts, bad.last_error) == (Status.DEAD, 5, "bad refused")
+    assert bad.processed_at is not None
+
+
+def test_give_up_goes_dead_at_once() -> None:
+    with transaction.atomic():
+        publish_event("poison", {}, aggregate_type="a", aggregate_id="1")
+    stats = relay(ScriptedPublisher({"poison": Outcome.GIVE_UP})).run()
+    assert stats.dead == 1
+    row = OutboxEvent.objects.get()
+    assert (row.status, row.attempts) == (Status.DEAD, 1)
+
+
+def test_broker_outage_spends_no_attempts_and_delivery_resumes() -> None:
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", str(n)) for n in range(3)])
+    publisher = ScriptedPublisher(outages=3)
+    stats = relay(publisher).run()
+    assert stats.errors == 3 and stats.released == 9 and stats.published == 3
+    assert list(OutboxEvent.objects.values_list("status", "attempts").distinct()) == [
+        (Status.DONE, 0)]
+    assert publisher.closed
+
+
+def test_once_raises_on_outage_after_handing_the_batch_back() -> None:
+    with transaction.atomic():
+        publish_event("t", {}, aggregate_type="a", aggregate_id="1")
+    with pytest.raises(BrokerUnavailable):
+        relay(ScriptedPublisher(outages=1), until_empty=False, once=True).run()
+    row = OutboxEvent.objects.get()
+    assert (row.status, row.attempts, row.claimed_at) == (Status.PENDING, 0, None)
+
+
+def test_unexpected_publisher_errors_are_treated_as_outages() -> None:
+    class Broken(Publisher):
+        def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+            raise KeyError("bug")
+
+    with transaction.atomic():
+        publish_event("t", {}, aggregate_type="a", aggregate_id="1")
+    with pytest.raises(BrokerUnavailable, match="publisher raised KeyError"):
+        relay(Broken(), until_empty=False, once=True).run()
+    assert OutboxEvent.objects.get().status == Status.PENDING
+
+
+def test_until_empty_ignores_rows_waiting_for_retry_or_lease() -> None:
+    with transaction.atomic():
+        publish_event("later", {}, aggregate_type="a", aggregate_id="1")
+    OutboxEvent.objects.update(status=Status.FAILED, attempts=1,
+                               next_retry_at="2999-01-01T00:00:00Z")
+    started = time.monotonic()
+    stats = relay().run()
+    assert stats.claimed == 0 and time.monotonic() - started < 5
+
+
+def test_max_events_caps_the_claims() -> None:
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", str(n)) for n in range(30)])
+    stats = relay(batch_size=8, until_empty=False, max_events=10).run()
+    assert stats.claimed == 10 and OutboxEvent.objects.done().count() == 10
+
+
+@contextmanager
+def running(r: Relay) -> Iterator[Relay]:
+    """Run the relay in a thread; stop it and wait for it however the test ends."""
+
+    def target() -> None:
+        try:
+            r.run()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        yield r
+    finally:
+        r.stop()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def _wait_for(condition: Any, timeout: float = 10.0) -> float:
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, "timed out"
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def test_commit_in_this_process_wakes_an_idle_relay() -> None:
+    with running(relay(until_empty=False, poll_interval=30)) as r:
+        time.sleep(0.5)  # let it go idle
+        with transaction.atomic():
+            publish_event("t", {}, aggregate_type="a", aggregate_id="1")
+        _wait_for(lambda: len(InMemoryPublisher.sent) == 1, timeout=5)
+        # Woken by the commit (on PostgreSQL its NOTIFY too), not found by a later poll.
+        assert r.waker.wakeups >= 1
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_notify_from_another_process_wakes_an_idle_relay() -> None:
+    with running(relay(until_empty=False, poll_interval=30)) as r:
+        time.sleep(1.0)
+        _notify_from_another_connection()
+        _wait_for(lambda: len(InMemoryPublisher.sent) == 1, timeout=5)
+        assert r.waker.wakeups == 1  # the NOTIFY; no commit happened in this process
+
+
+def _notify_from_another_connection() -> None:
+    # Another "process": a separate connection writes the row and queues the NOTIFY,
+    # without this process's commit signal.
+    other = connections.create_connection("default")
+    dialect = dialect_for("postgresql", get_settings().table_name)
+    with other.cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(dialect.insert_sql(1), ["m-1", "t", "a", "1", None, "{}", "{}", None])
+        cursor.execute(dialect.notify_sql(), [notify_channel(get_settings().table)])
+        cursor.execute("COMMIT")
+    other.close()
+
+
+def test_stop_finishes_the_batch_in_hand() -> None:
+    class Slow(Publisher):
+        def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+            r.stop()  # a SIGTERM arriving mid-batch
+            return [PublishResult.ok() for _ in messages]
+
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", str(n)) for n in range(20)])
+    r = relay(Slow(), batch_size=5, until_empty=False)
+    stats = r.run()
+    assert stats.published == 5
+    assert OutboxEvent.objects.done().count() == 5
+    assert OutboxEvent.objects.pending().count() == 15
+    assert connection.vendor  # the database is still usable afterwards
