@@ -294,10 +294,8 @@ class Dialect:
         taken back from touching rows another relay now holds."""
         condition, params = self.ids_condition(ids)
         q = self.quote
-        return (
-            f"{condition} AND {q('status')} = 1 AND {q('claimed_at')} = %s",
-            [*params, lease],
-        )
+        held = f"{q('status')} = 1 AND {q('claimed_at')} = {self.timestamp_placeholder}"
+        return f"{condition} AND {held}", [*params, lease]
 
     def ack(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
         """Mark delivered rows done in one statement; returns how many were still held."""
@@ -358,11 +356,11 @@ class Dialect:
         """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
         raise NotImplementedError
 
-    #: The placeholder of purge's cutoff time.
-    cutoff_placeholder: ClassVar[str] = "%s"
+    #: The placeholder of a bound time (purge's cutoff, a lease token).
+    timestamp_placeholder: ClassVar[str] = "%s"
 
     def purge_condition(self, statuses: Sequence[int]) -> str:
         """Closed rows older than the bound cutoff; statuses are ints, never user text."""
         q = self.quote
         codes = ", ".join(str(int(s)) for s in statuses)
-        return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.cutoff_placeholder}"
+        return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.timestamp_placeholder}"

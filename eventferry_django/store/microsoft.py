@@ -118,7 +118,9 @@ class MicrosoftDialect(Dialect):
     # semantics under RCSI (the Azure SQL default), where plain reads would not block.
     probe_hint = " WITH (READCOMMITTEDLOCK)"
 
-    cutoff_placeholder = "CAST(%s AS DATETIME2(3))"
+    # Times are bound at the column's precision: a DATETIME2(7) parameter would compare
+    # unequal to a lease it should match, and a millisecond DATEADD overflows at ~24.8 days.
+    timestamp_placeholder = "CAST(%s AS DATETIME2(3))"
 
     def now_plus_sql(self) -> str:
         return "DATEADD(MILLISECOND, %s, SYSUTCDATETIME())"
@@ -130,23 +132,22 @@ class MicrosoftDialect(Dialect):
             [json.dumps([int(i) for i in ids])],
         )
 
-    def claim_sql(self) -> str:
-        """The claim batch; parameters: batch size, then the negative lease timeout in ms.
+    def claim_declare_sql(self) -> str:
+        q = self.quote
+        declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
+        return f"DECLARE @claimed TABLE (\n    {declared}\n)"
+
+    def claim_update_sql(self) -> str:
+        """Parameters: batch size, then the negative lease timeout in ms.
 
         Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on SQL
         Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO. OUTPUT
         goes INTO a table variable because a bare OUTPUT fails once the table has a trigger.
         """
         q = self.quote
-        declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
         output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
         return (
-            "SET NOCOUNT ON;\n"
-            "SET XACT_ABORT ON;\n"
-            f"DECLARE @claimed TABLE (\n    {declared}\n);\n"
-            "BEGIN TRY\n"
-            "    BEGIN TRANSACTION;\n"
-            f"    UPDATE o SET {self.claim_set_sql('o')}\n"
+            f"UPDATE o SET {self.claim_set_sql('o')}\n"
             f"    OUTPUT {output} INTO @claimed\n"
             f"    FROM {self.table} AS o\n"
             "    JOIN (\n"
@@ -155,14 +156,29 @@ class MicrosoftDialect(Dialect):
             f"        WHERE {self.claimable_sql('c')}\n"
             f"        ORDER BY c.{q('id')}\n"
             f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
-            "    OPTION (MAXDOP 1);\n"
+            "    OPTION (MAXDOP 1)"
+        )
+
+    def claim_result_sql(self) -> str:
+        return f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {self.quote('id')}"
+
+    def claim_sql(self) -> str:
+        """The whole claim as one batch with its own transaction: XACT_ABORT plus
+        TRY/CATCH, so any error rolls the claim back before it is re-raised."""
+        return (
+            "SET NOCOUNT ON;\n"
+            "SET XACT_ABORT ON;\n"
+            f"{self.claim_declare_sql()};\n"
+            "BEGIN TRY\n"
+            "    BEGIN TRANSACTION;\n"
+            f"    {self.claim_update_sql()};\n"
             "    COMMIT TRANSACTION;\n"
             "END TRY\n"
             "BEGIN CATCH\n"
             "    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;\n"
             "    THROW;\n"
             "END CATCH;\n"
-            f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {q('id')};"
+            f"{self.claim_result_sql()};"
         )
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -180,8 +196,6 @@ class MicrosoftDialect(Dialect):
         self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
     ) -> int:
         # READPAST: a row locked by anyone is left for the next purge, never waited on.
-        # The cutoff is bound as DATETIME2(3); a DATEADD in milliseconds would overflow
-        # past about 24.8 days.
         cursor.execute(
             f"DELETE TOP (%s) FROM {self.table} WITH (ROWLOCK, READPAST) "
             f"WHERE {self.purge_condition(statuses)}",

@@ -1,0 +1,54 @@
+-- claim [500, -60000]
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @claimed TABLE (
+    [id] BIGINT NOT NULL PRIMARY KEY,
+    [message_id] NVARCHAR(64) NOT NULL,
+    [topic] NVARCHAR(255) NOT NULL,
+    [aggregate_type] NVARCHAR(255) NOT NULL,
+    [aggregate_id] NVARCHAR(255) NOT NULL,
+    [partition_key] NVARCHAR(255) NULL,
+    [payload] NVARCHAR(MAX) NOT NULL,
+    [headers] NVARCHAR(MAX) NOT NULL,
+    [trace_id] NVARCHAR(255) NULL,
+    [attempts] INT NOT NULL,
+    [claimed_at] DATETIME2(3) NOT NULL
+);
+BEGIN TRY
+    BEGIN TRANSACTION;
+    UPDATE o SET o.[attempts] = o.[attempts] + CASE WHEN o.[status] = 1 THEN 1 ELSE 0 END, o.[status] = 1, o.[claimed_at] = SYSUTCDATETIME()
+    OUTPUT inserted.[id], inserted.[message_id], inserted.[topic], inserted.[aggregate_type], inserted.[aggregate_id], inserted.[partition_key], inserted.[payload], inserted.[headers], inserted.[trace_id], inserted.[attempts], inserted.[claimed_at] INTO @claimed
+    FROM [messaging].[outbox] AS o
+    JOIN (
+        SELECT TOP (%s) c.[id]
+        FROM [messaging].[outbox] AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)
+        WHERE ((c.[status] IN (0, 3) AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME()))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[id] < c.[id] AND e.[status] IN (0, 1, 3))
+        ORDER BY c.[id]
+    ) AS picked ON picked.[id] = o.[id]
+    OPTION (MAXDOP 1);
+    COMMIT TRANSACTION;
+END TRY
+BEGIN CATCH
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    THROW;
+END CATCH;
+SELECT [id], [message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [attempts], [claimed_at] FROM @claimed ORDER BY [id];
+
+-- ack ['[1, 2, 3]', '2026-11-21 12:00:00.123']
+UPDATE [messaging].[outbox] SET [status] = 2, [processed_at] = SYSUTCDATETIME() WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+
+-- fail [1500, 'nack', '[4]', '2026-11-21 12:00:00.123']
+UPDATE [messaging].[outbox] SET [attempts] = [attempts] + 1, [status] = 3, [next_retry_at] = DATEADD(MILLISECOND, %s, SYSUTCDATETIME()), [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+
+-- bury [1, 'poison', '[5]', '2026-11-21 12:00:00.123']
+UPDATE [messaging].[outbox] SET [attempts] = [attempts] + %s, [status] = 4, [processed_at] = SYSUTCDATETIME(), [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+
+-- release ['[6, 7]', '2026-11-21 12:00:00.123']
+UPDATE [messaging].[outbox] SET [status] = 0, [claimed_at] = NULL WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+
+-- purge [1000, '2026-11-14 00:00:00']
+DELETE TOP (%s) FROM [messaging].[outbox] WITH (ROWLOCK, READPAST) WHERE [status] IN (2, 4) AND [processed_at] < CAST(%s AS DATETIME2(3));
+
+-- insert []
+INSERT INTO [messaging].[outbox] ([message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id]) VALUES (%s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s);
+
