@@ -5,6 +5,7 @@ mariadb or mssql. SQL Server needs ``EVENTFERRY_MSSQL_URL``, e.g.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -111,3 +112,6 @@ if DB_NAME_OVERRIDE:
     DATABASES["default"]["NAME"] = DB_NAME_OVERRIDE
 
 EVENTFERRY = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}
+# Relays started as real processes by the tests get their EVENTFERRY through the environment.
+if os.environ.get("EVENTFERRY_TEST_SETTINGS"):
+    EVENTFERRY = json.loads(os.environ["EVENTFERRY_TEST_SETTINGS"])

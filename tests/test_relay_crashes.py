@@ -1,0 +1,116 @@
+"""Relays as real processes, killed with SIGKILL: nothing is lost, poison ends dead, and
+a relay that lost its lease cannot settle rows another relay now holds."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import transaction
+
+from eventferry_django import NewEvent, publish_events
+from eventferry_django.models import OutboxEvent, Status
+
+from .relay_process import start_relay
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+FILE_PUBLISHER = "tests.process_publishers.FilePublisher"
+
+
+def settings_for(path: Path, *, claim_timeout: float = 60, max_attempts: int = 5,
+                 **options: Any) -> dict[str, Any]:
+    return {
+        "CLAIM_TIMEOUT": claim_timeout,
+        "MAX_ATTEMPTS": max_attempts,
+        "PUBLISHER": {"BACKEND": FILE_PUBLISHER, "OPTIONS": {"path": str(path), **options}},
+    }
+
+
+def wait_until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def published(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def test_killed_relays_rows_come_back_after_the_lease(tmp_path: Path) -> None:
+    out = tmp_path / "published.jsonl"
+    with transaction.atomic():
+        publish_events([NewEvent("stall" if n == 0 else "t", {"n": n}, "a", str(n))
+                        for n in range(10)])
+    victim = start_relay(settings_for(out, claim_timeout=1.5, stall_topic="stall"),
+                         "--batch-size", "10", log=tmp_path / "victim.log")
+    wait_until(lambda: len(published(out)) == 10, what="the victim to publish its batch")
+    assert OutboxEvent.objects.claimed().count() == 10  # published but never acked
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    # --until-empty does not wait for leases: start once the victim's has run out.
+    time.sleep(1.6)
+
+    survivor = start_relay(settings_for(out, claim_timeout=1.5), "--until-empty",
+                           log=tmp_path / "survivor.log")
+    assert survivor.wait(60) == 0, (tmp_path / "survivor.log").read_text()
+    # The lease expired, the rows were taken back (one attempt each) and published again.
+    rows = list(OutboxEvent.objects.values_list("status", "attempts"))
+    assert rows == [(Status.DONE, 1)] * 10
+    by_pid: dict[int, set[int]] = {}
+    for line in published(out):
+        by_pid.setdefault(line["pid"], set()).add(line["id"])
+    assert sorted(len(ids) for ids in by_pid.values()) == [10, 10]
+
+
+def test_an_event_that_kills_every_relay_ends_dead(tmp_path: Path) -> None:
+    out = tmp_path / "published.jsonl"
+    with transaction.atomic():
+        publish_events([NewEvent("killer", {}, "a", "1"), NewEvent("t", {}, "b", "1")])
+    settings = settings_for(out, claim_timeout=0.5, max_attempts=3, kill_topic="killer")
+    exits = []
+    for attempt in range(6):
+        relay = start_relay(settings, "--until-empty", "--batch-size", "1",
+                            log=tmp_path / f"relay{attempt}.log")
+        exits.append(relay.wait(60))
+        if exits[-1] == 0:
+            break
+        time.sleep(0.6)  # let the lease expire
+    # Three relays died on it; the fourth buried it unpublished and moved on.
+    assert exits == [-signal.SIGKILL] * 3 + [0]
+    killer = OutboxEvent.objects.get(topic="killer")
+    assert (killer.status, killer.attempts) == (Status.DEAD, 3)
+    assert "lease expired" in (killer.last_error or "")
+    assert OutboxEvent.objects.get(topic="t").status == Status.DONE
+    assert [p["aggregate_id"] for p in published(out)] == ["1"]
+
+
+def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "published.jsonl"
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", "1")])
+    # The slow relay takes 3 s to publish; its lease lasts 1 s.
+    slow = start_relay(settings_for(out, claim_timeout=1, delay=3), "--once",
+                       log=tmp_path / "slow.log")
+    wait_until(lambda: len(published(out)) == 1, what="the slow relay to publish")
+    time.sleep(1.2)
+    fast = start_relay(settings_for(out, claim_timeout=1), "--until-empty",
+                       log=tmp_path / "fast.log")
+    assert fast.wait(30) == 0
+    row = OutboxEvent.objects.get()
+    assert (row.status, row.attempts) == (Status.DONE, 1)
+    done_at = row.processed_at
+    assert slow.wait(30) == 0
+    log = (tmp_path / "slow.log").read_text()
+    assert "taken back by another relay" in log
+    row.refresh_from_db()
+    assert row.processed_at == done_at  # the late ack changed nothing
+    assert len(published(out)) == 2  # at-least-once: both relays published it
