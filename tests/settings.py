@@ -110,6 +110,8 @@ else:
 
 if DB_NAME_OVERRIDE:
     DATABASES["default"]["NAME"] = DB_NAME_OVERRIDE
+    # Relay processes keep their connection between passes, as a production relay should.
+    DATABASES["default"]["CONN_MAX_AGE"] = 600
 
 EVENTFERRY = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}
 # Relays started as real processes by the tests get their EVENTFERRY through the environment.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
@@ -114,3 +114,43 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     row.refresh_from_db()
     assert row.processed_at == done_at  # the late ack changed nothing
     assert len(published(out)) == 2  # at-least-once: both relays published it
+
+
+def _kill_other_connections() -> int:
+    """Terminate every other session on the test database, the relay's among them."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return len(cursor.fetchall())
+        cursor.execute(
+            "SELECT id FROM information_schema.processlist "
+            "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        for session in ids:
+            cursor.execute(f"KILL {int(session)}")
+        return len(ids)
+
+
+@pytest.mark.skipif("connection.vendor not in {'postgresql', 'mysql'}")
+def test_relay_recovers_when_its_database_connection_is_killed(tmp_path: Path) -> None:
+    out = tmp_path / "published.jsonl"
+    log = tmp_path / "relay.log"
+    relay = start_relay(settings_for(out), "--poll-interval", "0.2", log=log)
+    try:
+        with transaction.atomic():
+            publish_events([NewEvent("t", {"n": n}, "a", str(n)) for n in range(5)])
+        wait_until(lambda: OutboxEvent.objects.done().count() == 5, what="first delivery")
+        assert _kill_other_connections() >= 1
+        with transaction.atomic():
+            publish_events([NewEvent("t", {"n": n}, "b", str(n)) for n in range(5)])
+        wait_until(lambda: OutboxEvent.objects.done().count() == 10, what="delivery after kill")
+        assert relay.poll() is None, log.read_text()  # still running
+    finally:
+        relay.send_signal(signal.SIGTERM)
+        relay.wait(30)
+    assert relay.returncode == 0, log.read_text()
+    assert "database unavailable" in log.read_text()
