@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 from django.db import DatabaseError, InterfaceError, close_old_connections, connections
 from django.utils.module_loading import import_string
@@ -87,6 +88,19 @@ class RelayConfig:
     max_events: int | None = None
     #: First pause after a database or broker failure; it doubles up to 30 s.
     error_backoff: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings: EventferrySettings | None = None, **overrides: Any
+                      ) -> RelayConfig:
+        """Defaults from ``EVENTFERRY``; keyword arguments override them."""
+        settings = settings or get_settings()
+        values: dict[str, Any] = {
+            "batch_size": settings.batch_size,
+            "claim_timeout": settings.claim_timeout,
+            "max_attempts": settings.max_attempts,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
 
 
 class Relay:

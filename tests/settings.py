@@ -70,6 +70,7 @@ def _mssql_database() -> dict[str, Any]:
     }
 
 
+DATABASES: dict[str, dict[str, Any]]
 if VENDOR == "sqlite":
     # A file, not :memory:, so tests can open a second real connection to it.
     _sqlite_dir = Path(os.environ.get("EVENTFERRY_SQLITE_DIR", tempfile.gettempdir()))

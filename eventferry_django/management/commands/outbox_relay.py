@@ -53,12 +53,9 @@ class Command(BaseCommand):
         if options["once"] and options["until_empty"]:
             raise CommandError("--once and --until-empty exclude each other.")
         self._configure_logging(options["verbosity"])
-        settings = get_settings()
-        relay = Relay(RelayConfig(
+        relay = Relay(RelayConfig.from_settings(
             batch_size=options["batch_size"],
             poll_interval=options["poll_interval"],
-            claim_timeout=settings.claim_timeout,
-            max_attempts=settings.max_attempts,
             relay_id=options["relay_id"],
             once=options["once"],
             until_empty=options["until_empty"],

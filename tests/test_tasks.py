@@ -1,0 +1,35 @@
+"""The Celery tasks run the same relay and purge as the commands."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from eventferry_django import NewEvent, publish_events
+from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.publishers.memory import InMemoryPublisher
+from eventferry_django.tasks import purge_closed, relay
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_relay_task_drains_and_reports() -> None:
+    InMemoryPublisher.reset()
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", str(n)) for n in range(12)])
+    result = relay.apply(kwargs={"max_events": 10, "batch_size": 4}).get()
+    assert result == {"published": 10, "retried": 0, "dead": 0, "released": 0, "errors": 0}
+    assert relay.apply().get()["published"] == 2
+    assert OutboxEvent.objects.done().count() == 12
+
+
+def test_purge_task_deletes_old_closed_rows() -> None:
+    with transaction.atomic():
+        ids = publish_events([NewEvent("t", {}, "a", str(n)) for n in range(3)])
+    OutboxEvent.objects.filter(message_id__in=ids[:2]).update(
+        status=Status.DONE, processed_at=timezone.now() - dt.timedelta(days=8))
+    assert purge_closed.apply(kwargs={"older_than": "7d"}).get() == 2
+    assert OutboxEvent.objects.count() == 1
