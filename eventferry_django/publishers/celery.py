@@ -1,0 +1,266 @@
+"""A publisher that turns each message into a Celery task.
+
+For projects whose consumers are Celery workers: the event's payload becomes the task's
+single argument, so ``@app.task(name="orders.created") def on_order(event): ...`` is the
+whole consumer.
+
+Configure it with::
+
+    EVENTFERRY = {"PUBLISHER": {
+        "BACKEND": "eventferry_django.publishers.celery.CeleryPublisher",
+        "OPTIONS": {
+            "app": "myproject.celery.app",
+            "task": {"order.created": "billing.on_order_created", "*": "audit.on_event"},
+        },
+    }}
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import numbers
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.core.checks import CheckMessage, Error
+from django.utils.module_loading import import_string
+
+from ..exceptions import ConfigurationError
+from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult
+from .kombu import broker_headers
+
+OPTION_NAMES = frozenset({"app", "task", "queue", "publish_timeout"})
+
+#: Header names of Celery's task protocol 2. Celery lets headers passed to ``send_task``
+#: override its own, so an event header called ``id`` or ``task`` would corrupt the task
+#: message; such event headers are left out.
+CELERY_HEADERS = frozenset({
+    "lang", "task", "id", "shadow", "eta", "expires", "group", "group_index", "retries",
+    "timelimit", "root_id", "parent_id", "argsrepr", "kwargsrepr", "origin",
+    "ignore_result", "replaced_task_nesting", "stamped_headers", "stamps",
+})
+
+FALLBACK = "*"
+
+CELERY_HINT = 'pip install "eventferry-django[celery]"'
+
+
+def _error(option: str, value: object, problem: str, check_id: str) -> Error:
+    return Error(
+        f"CeleryPublisher OPTIONS[{option!r}] is {value!r}: {problem}.",
+        hint="See the CeleryPublisher docstring for the accepted OPTIONS.",
+        id=check_id,
+    )
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+class CeleryPublisher(Publisher):
+    """Sends each message as a Celery task through the Celery app's broker connection.
+
+    OPTIONS:
+
+    ``task`` (required)
+        The task name for every message, or a mapping of topic to task name in which the
+        key ``"*"`` catches the topics not listed. A topic with no task and no ``"*"`` gets
+        ``GIVE_UP``: no amount of retrying will find it a task.
+    ``app`` (``celery.current_app``)
+        Dotted path of the Celery app instance, e.g. ``"myproject.celery.app"``.
+    ``queue`` (None)
+        Queue name passed to ``send_task``; by default the app's routing decides.
+    ``publish_timeout`` (10)
+        Seconds one ``send_task`` may spend writing, and waiting for its confirm if the app
+        has publisher confirms on.
+
+    The task is ``send_task(task, args=[payload], kwargs={}, task_id=message_id, headers=
+    ...)`` with ``payload`` the event's JSON payload decoded, so the task id is the outbox
+    message id and a consumer can deduplicate on it. Headers are those of
+    :func:`~eventferry_django.publishers.kombu.broker_headers`, minus event headers that
+    collide with Celery's own (:data:`CELERY_HEADERS`).
+
+    Broker behaviour comes from the Celery app: connection pool, ``broker_connection_timeout``
+    and ``task_publish_retry_policy``. Publisher confirms are off unless the app sets
+    ``broker_transport_options = {"confirm_publish": True}`` (RabbitMQ); without them
+    ``OK`` means only that the message was written to the socket. With them each task
+    waits for its own confirm, one round trip per message: for high volume to RabbitMQ,
+    :class:`~eventferry_django.publishers.kombu.KombuPublisher` pipelines a whole batch.
+
+    Outcomes: sent -> ``OK``; no task for the topic, a payload that is not JSON or that
+    the app's serializer cannot encode -> ``GIVE_UP``; connection errors (kombu's
+    ``OperationalError`` and the transport's connection and channel errors) raise
+    :class:`BrokerUnavailable`. Tasks sent before the error in such a batch will be sent
+    again with the batch: delivery is at least once.
+    """
+
+    def __init__(
+        self,
+        *,
+        task: str | Mapping[str, str] | None = None,
+        app: str | None = None,
+        queue: str | None = None,
+        publish_timeout: float = 10,
+        **options: Any,
+    ) -> None:
+        given = dict(task=task, app=app, queue=queue, publish_timeout=publish_timeout, **options)
+        super().__init__(**given)
+        errors = [m for m in self.check(given) if m.is_serious()]
+        if errors:
+            raise ConfigurationError(" ".join(str(m.msg) for m in errors))
+        assert task is not None  # check() reported E040 otherwise
+        self.tasks: Mapping[str, str] = {FALLBACK: task} if isinstance(task, str) else task
+        self.app_path = app
+        self.queue = queue
+        self.publish_timeout = float(publish_timeout)
+        self._app: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
+        messages: list[CheckMessage] = []
+        try:
+            importlib.import_module("celery")
+        except ImportError:
+            messages.append(Error(
+                "CeleryPublisher needs celery, which is not installed.",
+                hint=CELERY_HINT,
+                id="eventferry.E043",
+            ))
+        unknown = sorted(set(options) - OPTION_NAMES)
+        if unknown:
+            messages.append(Error(
+                f"CeleryPublisher got unknown OPTIONS {unknown}.",
+                hint=f"CeleryPublisher accepts: {', '.join(sorted(OPTION_NAMES))}.",
+                id="eventferry.E041",
+            ))
+
+        task = options.get("task")
+        if task is None or (isinstance(task, str) and not task.strip()):
+            messages.append(_error(
+                "task", task,
+                "a task name, or a mapping of topic to task name, is required",
+                "eventferry.E040",
+            ))
+        elif isinstance(task, Mapping):
+            bad = {k: v for k, v in task.items() if not (_is_name(k) and _is_name(v))}
+            if not task or bad:
+                messages.append(_error(
+                    "task", task,
+                    "the mapping must be non-empty, topic names to task names (all "
+                    f"non-blank strings; {FALLBACK!r} as the fallback topic)",
+                    "eventferry.E042",
+                ))
+        elif not isinstance(task, str):
+            messages.append(_error(
+                "task", task, "must be a task name or a mapping of topic to task name",
+                "eventferry.E042",
+            ))
+
+        app = options.get("app")
+        if app is not None:
+            problem = cls._app_problem(app)
+            if problem:
+                messages.append(_error("app", app, problem, "eventferry.E042"))
+        queue = options.get("queue")
+        if queue is not None and not _is_name(queue):
+            messages.append(_error(
+                "queue", queue, "must be a queue name or None", "eventferry.E042",
+            ))
+        timeout = options.get("publish_timeout", 10)
+        if not (
+            isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
+            and float(timeout) > 0
+        ):
+            messages.append(_error(
+                "publish_timeout", timeout, "must be a positive number of seconds",
+                "eventferry.E042",
+            ))
+        return messages
+
+    @staticmethod
+    def _app_problem(app: object) -> str | None:
+        if not _is_name(app):
+            return "must be the dotted path of a Celery app"
+        try:
+            target = import_string(str(app))
+        except ImportError as exc:
+            return f"cannot be imported: {exc}"
+        if not callable(getattr(target, "send_task", None)):
+            return "is not a Celery app (it has no send_task)"
+        return None
+
+    def _resolve_app(self) -> Any:
+        if self._app is None:
+            if self.app_path is None:
+                self._app = importlib.import_module("celery").current_app
+            else:
+                self._app = import_string(self.app_path)
+        return self._app
+
+    def task_for(self, topic: str) -> str | None:
+        """The task name for ``topic``, or None when it has none."""
+        return self.tasks.get(topic, self.tasks.get(FALLBACK))
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        if not messages:
+            return []
+        exceptions = importlib.import_module("kombu.exceptions")
+        with self._lock:
+            app = self._resolve_app()
+            connection = app.connection_for_write()
+            errors = (
+                exceptions.OperationalError, OSError,
+                *connection.connection_errors, *connection.channel_errors,
+            )
+            uri = connection.as_uri()
+            connection.release()  # only asked for its error classes; nothing was opened
+            results: list[PublishResult] = []
+            try:
+                with app.producer_or_acquire() as producer:
+                    for message in messages:
+                        results.append(self._send(app, producer, message, exceptions))
+            except errors as exc:
+                raise BrokerUnavailable(
+                    f"Celery could not reach its broker at {uri}: {exc!r}"
+                ) from exc
+            return results
+
+    def _send(
+        self, app: Any, producer: Any, message: OutboundMessage, exceptions: Any,
+    ) -> PublishResult:
+        name = self.task_for(message.topic)
+        if name is None:
+            return PublishResult(
+                Outcome.GIVE_UP,
+                f"no Celery task for topic {message.topic!r}: OPTIONS['task'] maps only "
+                f"{sorted(self.tasks)} and has no {FALLBACK!r} fallback",
+            )
+        try:
+            payload = json.loads(message.payload)
+        except ValueError as exc:
+            return PublishResult(Outcome.GIVE_UP, f"payload is not JSON: {exc}")
+        headers = {
+            key: value for key, value in broker_headers(message).items()
+            if key not in CELERY_HEADERS
+        }
+        options: dict[str, Any] = {}
+        if self.queue is not None:
+            options["queue"] = self.queue
+        try:
+            app.send_task(
+                name,
+                args=[payload],
+                kwargs={},
+                task_id=message.message_id,
+                headers=headers,
+                producer=producer,
+                timeout=self.publish_timeout,
+                confirm_timeout=self.publish_timeout,
+                **options,
+            )
+        except exceptions.EncodeError as exc:
+            return PublishResult(Outcome.GIVE_UP, f"Celery cannot encode the task: {exc!r}")
+        return PublishResult.ok()
