@@ -38,6 +38,8 @@ logger = logging.getLogger("eventferry.relay")
 MIN_IDLE_SLEEP = 0.05
 #: Longest pause after the database or broker failed.
 MAX_ERROR_BACKOFF = 30.0
+#: How often a relay asks for a full batch even while short claims keep its limit down.
+LIMIT_REFRESH_INTERVAL = 1.0
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
@@ -124,15 +126,23 @@ class Relay:
         self.stats = RelayStats()
         self._stopping = False
         self._rng = random.Random()
+        #: A batch claimed together with the previous settlement, published next pass.
+        self._carried: list[ClaimedEvent] | None = None
+        self._limit = config.batch_size
+        self._limit_refresh_at = 0.0
+        self._wakeups_seen = 0
 
     # -- one pass ----------------------------------------------------------------------
     def run_once(self) -> PassResult:
-        """Claim one batch, publish it, settle it. Raises on database or broker outage
-        (after handing the batch back when the database allows)."""
-        limit = self.config.batch_size
-        if self.config.max_events is not None:
-            limit = max(1, min(limit, self.config.max_events - self.stats.claimed))
-        events = self.store.claim(limit, self.config.claim_timeout)
+        """Publish one batch and settle it. The batch is the one claimed together with the
+        previous settlement, or a fresh claim. Raises on database or broker outage (after
+        handing the batch back when the database allows)."""
+        if self._carried is not None:
+            events, self._carried = self._carried, None
+        else:
+            limit = self._claim_limit()
+            events = self.store.claim(limit, self.config.claim_timeout) if limit else []
+            self._adapt_limit(limit, len(events))
         result = PassResult(claimed=len(events))
         if not events:
             return result
@@ -153,8 +163,16 @@ class Relay:
                 delivered.append(event)
             else:
                 failures.append(self._failure(event, outcome))
-        settled = self.store.ack(delivered)
-        settled += self.store.record_failures(failures)
+        # Settle this batch and claim the next in one transaction: one commit per pass.
+        next_limit = 0
+        if not (self._stopping or self.config.once):
+            next_limit = self._claim_limit(already=len(events))
+        settled, carried = self.store.settle(
+            delivered, failures, claim_next=next_limit, lease_timeout=self.config.claim_timeout
+        )
+        if next_limit:
+            self._carried = carried
+            self._adapt_limit(next_limit, len(carried))
         result.published = len(delivered)
         result.dead = sum(1 for f in failures if f.dead)
         result.retried = len(failures) - result.dead
@@ -164,6 +182,33 @@ class Relay:
                            "one settled them; their outcome here was discarded",
                            self.config.relay_id, result.fenced)
         return result
+
+    def _claim_limit(self, already: int = 0) -> int:
+        """How many rows to ask for: the adaptive limit, within ``--max-events``."""
+        limit = self._limit
+        if self.config.max_events is not None:
+            limit = min(limit, self.config.max_events - self.stats.claimed - already)
+        return max(0, limit)
+
+    def _adapt_limit(self, asked: int, claimed: int) -> None:
+        """Ask for no more rows than the last claim found.
+
+        A claim that finds fewer claimable rows than it asks for scans every open row to
+        be sure, and a backlog queued behind few aggregates makes that scan long, pass
+        after pass. So after a short claim the relay asks for exactly what it found,
+        which stops the scan early. Asking for the full batch again happens when the
+        relay was idle, after new commits woke it, and at least once a second, to pick
+        up new aggregates, due retries and expired leases.
+        """
+        now = time.monotonic()
+        refresh = (claimed == 0 or now >= self._limit_refresh_at
+                   or self.waker.wakeups != self._wakeups_seen)
+        if refresh:
+            self._limit = self.config.batch_size
+            self._limit_refresh_at = now + LIMIT_REFRESH_INTERVAL
+            self._wakeups_seen = self.waker.wakeups
+        elif 0 < claimed < asked:
+            self._limit = claimed
 
     def _publish(self, events: list[ClaimedEvent]) -> list[PublishResult]:
         try:
@@ -222,10 +267,22 @@ class Relay:
                 else:
                     idle_sleep = MIN_IDLE_SLEEP
         finally:
+            self._release_carried()
             if may_idle:
                 self.waker.stop()
             self.publisher.close()
         return self.stats
+
+    def _release_carried(self) -> None:
+        """Hand back a batch claimed for a pass that will not run."""
+        carried, self._carried = self._carried, None
+        if not carried:
+            return
+        try:
+            self.store.release(carried)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("[%s] could not hand back %d claimed event(s) (%s); they return "
+                           "when their lease expires", self.config.relay_id, len(carried), exc)
 
     def _finished(self, result: PassResult) -> bool:
         if self.config.once:

@@ -16,7 +16,8 @@ from eventferry_django import conf, publish_event
 from eventferry_django.ddl import create_statements
 from eventferry_django.models import OutboxEvent
 from eventferry_django.naming import TableName
-from eventferry_django.store.base import COLUMNS, contract_indexes
+from eventferry_django.store import dialect_for
+from eventferry_django.store.base import COLUMNS
 
 from . import introspection
 
@@ -52,7 +53,7 @@ def assert_matches_contract(name: TableName) -> None:
         # MySQL has a JSON type; MariaDB spells JSON as LONGTEXT plus a json_valid CHECK.
         assert info.types["payload"] in {"json", "longtext"}
 
-    for index in contract_indexes(name):
+    for index in dialect_for(connection.vendor, name).indexes():
         found = info.indexes[index.name]
         if connection.features.supports_covering_indexes:
             assert (found.keys, found.included) == (list(index.keys), list(index.include))

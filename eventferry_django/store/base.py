@@ -87,10 +87,17 @@ class Index:
     open_rows_only: bool = False
 
 
-def contract_indexes(name: TableName) -> tuple[Index, ...]:
+def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tuple[Index, ...]:
+    """The contract's three indexes. ``status_keyed_probe`` makes ``status`` the second key
+    column of the head-of-aggregate index (see :attr:`Dialect.status_keyed_probe`)."""
+    probe = (
+        Index(name.aggregate_index, ("aggregate_id", "status", "id"))
+        if status_keyed_probe
+        else Index(name.aggregate_index, ("aggregate_id", "id"), include=("status",))
+    )
     return (
         # The head-of-aggregate probe: "is there an earlier open row of this aggregate?"
-        Index(name.aggregate_index, ("aggregate_id", "id"), include=("status",)),
+        probe,
         # The claim scan, over open rows only, so retained done rows cost it nothing.
         Index(
             name.claim_index,
@@ -118,6 +125,12 @@ class Dialect:
     supports_include: ClassVar[bool] = False
     #: Whether filtered (partial) indexes exist.
     supports_partial_index: ClassVar[bool] = True
+    #: With ``(aggregate_id, id)`` as the probe's key, proving a row is the head of its
+    #: aggregate walks every earlier row of the aggregate, done ones included, so the
+    #: claim slows down as history accumulates. With ``(aggregate_id, status, id)`` the
+    #: probe seeks straight to the open rows. SQL Server keeps the contract's
+    #: ``(aggregate_id, id) INCLUDE (status)``: it is the reference.
+    status_keyed_probe: ClassVar[bool] = True
 
     def __init__(self, name: TableName, *, native_json: bool = False) -> None:
         self.name = name.for_vendor(self.vendor)
@@ -195,9 +208,12 @@ class Dialect:
         statements = [f"CREATE TABLE IF NOT EXISTS {self.table} {self.table_body()}"]
         statements += [
             f"CREATE INDEX IF NOT EXISTS {self.index_definition(index)}"
-            for index in contract_indexes(self.name)
+            for index in self.indexes()
         ]
         return statements
+
+    def indexes(self) -> tuple[Index, ...]:
+        return contract_indexes(self.name, status_keyed_probe=self.status_keyed_probe)
 
     def drop_statements(self) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.table}"]
@@ -246,21 +262,42 @@ class Dialect:
         vendor has one; its single parameter is the channel name."""
         return None
 
-    def claimable_sql(self, alias: str = "c") -> str:
-        """Rows a relay may take now: due pending/failed rows and expired leases, each the
-        head of its aggregate. The first placeholder is the lease timeout offset (a
-        negative :meth:`offset_param`)."""
-        q = self.quote
-        status, retry_at, claimed_at = (f"{alias}.{q(c)}" for c in
-                                        ("status", "next_retry_at", "claimed_at"))
-        due = f"{status} IN (0, 3) AND ({retry_at} IS NULL OR {retry_at} <= {self.now_sql})"
-        lease_expired = f"{status} = 1 AND {claimed_at} < {self.now_plus_sql()}"
+    def _claim_columns(self, alias: str) -> tuple[str, str, str]:
+        return tuple(f"{alias}.{self.quote(c)}"  # type: ignore[return-value]
+                     for c in ("status", "next_retry_at", "claimed_at"))
+
+    def fresh_sql(self, alias: str = "c") -> str:
+        """Pending rows never tried: the bulk of every claim. They sit together in the
+        claim index, in id order, so a scan for them can stop after the first few."""
+        status, retry_at, _ = self._claim_columns(alias)
+        return f"{status} = 0 AND {retry_at} IS NULL"
+
+    def overdue_sql(self, alias: str = "c") -> str:
+        """Rows whose retry time has come, and rows whose lease expired (their relay
+        died). The placeholder is the lease timeout offset (a negative
+        :meth:`offset_param`)."""
+        status, retry_at, claimed_at = self._claim_columns(alias)
+        now = self.now_sql
         return (
-            f"(({due}) OR ({lease_expired})) "
-            f"AND NOT EXISTS (SELECT 1 FROM {self.table} e{self.probe_hint} "
-            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
-            f"AND e.{q('id')} < {alias}.{q('id')} AND e.{q('status')} IN {OPEN_STATUSES_SQL})"
+            f"(({status} = 3 AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
+            f"OR ({status} = 0 AND {retry_at} <= {now}) "
+            f"OR ({status} = 1 AND {claimed_at} < {self.now_plus_sql()}))"
         )
+
+    def head_of_aggregate_sql(self, alias: str = "c") -> str:
+        """No earlier row of the same aggregate is open (pending, claimed or failed)."""
+        q = self.quote
+        return (
+            f"NOT EXISTS (SELECT 1 FROM {self.table} e{self.probe_hint} "
+            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
+            f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
+        )
+
+    def claimable_sql(self, alias: str = "c") -> str:
+        """Rows a relay may take now, each the head of its aggregate; one placeholder,
+        the lease timeout offset."""
+        return (f"(({self.fresh_sql(alias)}) OR {self.overdue_sql(alias)}) "
+                f"AND {self.head_of_aggregate_sql(alias)}")
 
     #: Table hint on the head-of-aggregate probe (SQL Server only).
     probe_hint: ClassVar[str] = ""
@@ -283,6 +320,8 @@ class Dialect:
 
     #: Whether the claim is several statements that need the caller's transaction.
     claim_needs_transaction: ClassVar[bool] = False
+    #: Whether the claim may run inside a transaction that also settles the last batch.
+    claim_joins_transaction: ClassVar[bool] = True
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
         """Claim up to ``limit`` rows in one short transaction; rows in
@@ -344,7 +383,8 @@ class Dialect:
         condition, params = self.settle_condition(ids, lease)
         q = self.quote
         cursor.execute(
-            f"UPDATE {self.table} SET {q('status')} = 0, {q('claimed_at')} = NULL "
+            f"UPDATE {self.table} SET {q('status')} = 0, {q('claimed_at')} = NULL, "
+            f"{q('next_retry_at')} = NULL "
             f"WHERE {condition}",
             params,
         )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import CLAIM_COLUMNS, Column, Dialect, contract_indexes
+from .base import CLAIM_COLUMNS, Column, Dialect
 
 #: SQL Server's error number for a deadlock victim; the claim is simply run again.
 DEADLOCK_VICTIM = 1205
@@ -43,6 +43,7 @@ def _unicode_literal(value: str) -> str:
 class MicrosoftDialect(Dialect):
     vendor = "microsoft"
     supports_include = True
+    status_keyed_probe = False
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "BIGINT IDENTITY(1,1) NOT NULL",
         "text64": "NVARCHAR(64)",
@@ -92,7 +93,7 @@ class MicrosoftDialect(Dialect):
         """(guard condition, statement) pairs: the table first, then each index."""
         table = f"CREATE TABLE {self.table} {self.table_body(indent='    ')}"
         blocks = [(f"{self.object_id} IS NULL", table)]
-        for index in contract_indexes(self.name):
+        for index in self.indexes():
             guard = (
                 "NOT EXISTS (SELECT 1 FROM sys.indexes "
                 f"WHERE name = {_unicode_literal(index.name)} AND object_id = {self.object_id})"
@@ -113,6 +114,9 @@ class MicrosoftDialect(Dialect):
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
     qualify_set_columns = True
+    # The claim batch commits or rolls back its own transaction (XACT_ABORT, TRY/CATCH),
+    # so it is never nested inside another one.
+    claim_joins_transaction = False
     # No READPAST on the probe: skipping a competitor's locked earlier row would let a
     # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
     # semantics under RCSI (the Azure SQL default), where plain reads would not block.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import Dialect, contract_indexes
+from .base import Dialect
 
 
 class MysqlDialect(Dialect):
@@ -51,7 +51,7 @@ class MysqlDialect(Dialect):
             # Binary collation: message and aggregate ids compare exactly, as elsewhere.
             "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
         ]
-        for index in contract_indexes(self.name):
+        for index in self.indexes():
             create = f"CREATE INDEX {self.index_definition(index)}"
             statements += [
                 "SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, "
@@ -80,14 +80,24 @@ class MysqlDialect(Dialect):
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
         # No UPDATE ... RETURNING here: lock, update, read back, inside the caller's
         # transaction. A locking clause does not reach into the NOT EXISTS subquery, which
-        # reads committed state, so a competitor's locked earlier row still blocks.
+        # reads committed state, so a competitor's locked earlier row still blocks. Fresh
+        # rows are read in the claim index's order (id order for them), so the scan stops
+        # at the limit; the few overdue rows are found separately.
         q = self.quote
+        head = self.head_of_aggregate_sql("c")
         cursor.execute(
-            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.claimable_sql('c')} "
+            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.fresh_sql('c')} AND {head} "
+            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s "
+            "FOR UPDATE SKIP LOCKED",
+            [limit],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.overdue_sql('c')} AND {head} "
             f"ORDER BY c.{q('id')} LIMIT %s FOR UPDATE SKIP LOCKED",
             [self.offset_param(-lease_timeout_ms), limit],
         )
-        ids = [row[0] for row in cursor.fetchall()]
+        ids = sorted(ids + [row[0] for row in cursor.fetchall()])[:limit]
         if not ids:
             return []
         condition, params = self.ids_condition(ids)

@@ -84,8 +84,7 @@ class OutboxStore:
         Meant for autocommit: where the vendor's claim is one statement (or, on SQL
         Server, one batch with its own transaction) no extra BEGIN/COMMIT is paid.
         """
-        if not 1 <= limit <= MAX_BATCH:
-            raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {limit!r}.")
+        _check_limit(limit)
         timeout_ms = round(lease_timeout * 1000)
         scope = (transaction.atomic(using=self.alias) if self.dialect.claim_needs_transaction
                  else nullcontext())
@@ -112,9 +111,10 @@ class OutboxStore:
         if not events:
             return 0
         groups = _by_lease(events)
-        return self._run(lambda cursor: sum(
-            self.dialect.ack(cursor, ids, lease) for lease, ids in groups.items()
-        ), atomic=len(groups) > 1)
+        return self._run(lambda cursor: self._ack(cursor, groups), atomic=len(groups) > 1)
+
+    def _ack(self, cursor: Any, groups: dict[Any, list[int]]) -> int:
+        return sum(self.dialect.ack(cursor, ids, lease) for lease, ids in groups.items())
 
     def release(self, events: Sequence[ClaimedEvent]) -> int:
         """Hand events back as pending without spending an attempt (broker outage)."""
@@ -129,22 +129,52 @@ class OutboxStore:
         """Retry or bury refused events, all in one transaction."""
         if not failures:
             return 0
+        return self._run(lambda cursor: self._record_failures(cursor, failures))
+
+    def _record_failures(self, cursor: Any, failures: Sequence[Failure]) -> int:
+        settled = 0
+        for lease, group in _group([f for f in failures if not f.dead]).items():
+            settled += self.dialect.fail(cursor, [
+                (f.event.id, max(1, round(f.delay * 1000)), _truncate(f.error)) for f in group
+            ], lease)
+        for lease, group in _group([f for f in failures if f.dead]).items():
+            settled += self.dialect.bury(cursor, [
+                (f.event.id, _truncate(f.error), f.counts_attempt) for f in group
+            ], lease)
+        return settled
+
+    def settle(
+        self,
+        delivered: Sequence[ClaimedEvent],
+        failures: Sequence[Failure],
+        *,
+        claim_next: int = 0,
+        lease_timeout: float = 60.0,
+    ) -> tuple[int, list[ClaimedEvent]]:
+        """Ack ``delivered``, record ``failures`` and, with ``claim_next``, claim the next
+        batch: one transaction and one commit where the vendor's claim can join it.
+
+        Returns how many settled rows were still ours, and the new claim.
+        """
+        if claim_next:
+            _check_limit(claim_next)
+        if claim_next and not self.dialect.claim_joins_transaction:
+            settled = self.ack(delivered) + self.record_failures(failures)
+            return settled, self.claim(claim_next, lease_timeout)
+        groups = _by_lease(delivered)
+        rows: list[tuple[Any, ...]] = []
 
         def run(cursor: Any) -> int:
-            settled = 0
-            retries = [f for f in failures if not f.dead]
-            for lease, group in _group(retries).items():
-                settled += self.dialect.fail(cursor, [
-                    (f.event.id, max(1, round(f.delay * 1000)), _truncate(f.error))
-                    for f in group
-                ], lease)
-            for lease, group in _group([f for f in failures if f.dead]).items():
-                settled += self.dialect.bury(cursor, [
-                    (f.event.id, _truncate(f.error), f.counts_attempt) for f in group
-                ], lease)
+            settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
+            if claim_next:
+                rows.extend(self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000)))
             return settled
 
-        return self._run(run)
+        statements = len(groups) + len(failures) + (1 if claim_next else 0)
+        if statements == 0:
+            return 0, []
+        settled = self._run(run, atomic=statements > 1)
+        return settled, [self._claimed(row) for row in rows]
 
     # -- purge -------------------------------------------------------------------------
     def purge(
@@ -176,6 +206,11 @@ class OutboxStore:
             if batch < batch_size:
                 break
         return deleted
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_BATCH:
+        raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {limit!r}.")
 
 
 def _group(failures: Sequence[Failure]) -> dict[Any, list[Failure]]:

@@ -56,16 +56,26 @@ class PostgresqlDialect(Dialect):
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
-        # One statement, so one short transaction even in autocommit. The probe has no
-        # locking clause: it reads committed state, and every open status blocks.
+        # One statement, so one short transaction even in autocommit. Fresh rows are read
+        # in the claim index's own order (status, next_retry_at, id), which for them is id
+        # order, so the scan stops at the limit instead of sorting every open row; the
+        # few overdue rows are found separately. The probes have no locking clause: they
+        # read committed state, in which every open status blocks.
         q = self.quote
+        head = self.head_of_aggregate_sql("c")
         cursor.execute(
+            f"WITH fresh AS (SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.fresh_sql('c')} AND {head} "
+            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s "
+            f"FOR UPDATE OF c SKIP LOCKED), "
+            f"overdue AS (SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.overdue_sql('c')} AND {head} ORDER BY c.{q('id')} LIMIT %s "
+            f"FOR UPDATE OF c SKIP LOCKED), "
+            f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
+            f"ORDER BY 1 LIMIT %s) "
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-            f"FROM (SELECT c.{q('id')} FROM {self.table} AS c "
-            f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s "
-            f"FOR UPDATE OF c SKIP LOCKED) AS picked "
-            f"WHERE o.{q('id')} = picked.{q('id')} RETURNING {self.returned_columns()}",
-            [self.offset_param(-lease_timeout_ms), limit],
+            f"FROM picked WHERE o.{q('id')} = picked.{q('id')} RETURNING {self.returned_columns()}",
+            [limit, self.offset_param(-lease_timeout_ms), limit, limit],
         )
         return sorted(cursor.fetchall(), key=lambda row: row[0])
 

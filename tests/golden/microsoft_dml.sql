@@ -22,7 +22,7 @@ BEGIN TRY
     JOIN (
         SELECT TOP (%s) c.[id]
         FROM [messaging].[outbox] AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)
-        WHERE ((c.[status] IN (0, 3) AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME()))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[id] < c.[id] AND e.[status] IN (0, 1, 3))
+        WHERE ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME())))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[status] IN (0, 1, 3) AND e.[id] < c.[id])
         ORDER BY c.[id]
     ) AS picked ON picked.[id] = o.[id]
     OPTION (MAXDOP 1);
@@ -44,7 +44,7 @@ UPDATE [messaging].[outbox] SET [attempts] = [attempts] + 1, [status] = 3, [next
 UPDATE [messaging].[outbox] SET [attempts] = [attempts] + %s, [status] = 4, [processed_at] = SYSUTCDATETIME(), [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
 
 -- release ['[6, 7]', '2026-11-21 12:00:00.123']
-UPDATE [messaging].[outbox] SET [status] = 0, [claimed_at] = NULL WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+UPDATE [messaging].[outbox] SET [status] = 0, [claimed_at] = NULL, [next_retry_at] = NULL WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
 
 -- purge [1000, '2026-11-14 00:00:00']
 DELETE TOP (%s) FROM [messaging].[outbox] WITH (ROWLOCK, READPAST) WHERE [status] IN (2, 4) AND [processed_at] < CAST(%s AS DATETIME2(3));

@@ -1,0 +1,300 @@
+#!/usr/bin/env python
+"""Relay benchmark on PostgreSQL + RabbitMQ (both on loopback). Prints one table.
+
+    make benchmark            # or: python benchmarks/relay.py [--events 20000]
+
+Figures:
+- drain: events/s one relay drains from 20,000 pending events over 100 aggregates;
+- raw baseline: psycopg ``SKIP LOCKED`` claim of 500, pika persistent messages with
+  publisher confirms once per batch, one ``UPDATE ... = ANY`` ack; no ordering rules;
+- commit-to-broker latency p50/p99 with an idle relay in another process (woken by NOTIFY);
+- publish_event() against a plain ORM insert of a comparable row, each in its own
+  transaction.
+Each row says which ``synchronous_commit`` it ran under.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+
+import psycopg  # noqa: E402
+
+
+def ensure_database(name: str) -> None:
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres",
+                         autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+ensure_database(os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench"))
+
+import django  # noqa: E402
+
+django.setup()
+
+import kombu  # noqa: E402
+import pika  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+from benchmarks.benchapp.models import PlainEvent  # noqa: E402
+from eventferry_django import NewEvent, publish_event, publish_events  # noqa: E402
+from eventferry_django.models import OutboxEvent  # noqa: E402
+from eventferry_django.relay import Relay, RelayConfig  # noqa: E402
+
+PAYLOAD = {"order_id": 0, "customer": "c-42", "total": "129.90", "currency": "EUR",
+           "lines": [{"sku": "A-1", "qty": 2, "price": "19.95"},
+                     {"sku": "B-7", "qty": 1, "price": "90.00"}]}
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return str(cursor.fetchone()[0])
+
+
+# -- broker -----------------------------------------------------------------------------
+def reset_queue() -> None:
+    with kombu.Connection(settings.AMQP_URL) as conn:
+        channel = conn.channel()
+        exchange = kombu.Exchange(settings.EXCHANGE, "topic", durable=True)
+        queue = kombu.Queue(settings.QUEUE, exchange, routing_key="#", durable=True)
+        queue(channel).declare()
+        queue(channel).purge()
+
+
+def queue_depth() -> int:
+    with kombu.Connection(settings.AMQP_URL) as conn:
+        _, count, _ = conn.channel().queue_declare(settings.QUEUE, passive=True)
+        return int(count)
+
+
+# -- the relay ---------------------------------------------------------------------------
+def seed(events: int, aggregates: int) -> None:
+    OutboxEvent.objects.all().delete()
+    for start in range(0, events, 1000):
+        with transaction.atomic():
+            publish_events([NewEvent("orders.created", {**PAYLOAD, "order_id": n}, "order",
+                                     f"order-{n % aggregates}")
+                            for n in range(start, min(events, start + 1000))])
+
+
+def bench_relay(events: int, aggregates: int) -> float:
+    seed(events, aggregates)
+    reset_queue()
+    relay = Relay(RelayConfig.from_settings(batch_size=500, until_empty=True))
+    started = time.perf_counter()
+    stats = relay.run()
+    elapsed = time.perf_counter() - started
+    assert stats.published == events, stats
+    assert queue_depth() == events, "the broker did not get every event"
+    return events / elapsed
+
+
+# -- the raw baseline ---------------------------------------------------------------------
+class BatchConfirmer:
+    """pika with confirms awaited once per batch (its blocking API waits per message)."""
+
+    def __init__(self) -> None:
+        url = settings.AMQP_URL
+        # kombu writes the default vhost as "//"; pika wants it percent-encoded.
+        params = pika.URLParameters(url[:-2] + "/%2F" if url.endswith("//") else url)
+        self.connection = pika.BlockingConnection(params)
+        self.channel = self.connection.channel()
+        self.channel.exchange_declare(settings.EXCHANGE, "topic", durable=True)
+        self.impl = self.channel._impl
+        self.confirmed = 0
+        self.sent = 0
+        self.impl.confirm_delivery(self._on_confirm)
+        self.connection.process_data_events(time_limit=0.5)
+
+    def _on_confirm(self, frame: Any) -> None:
+        method = frame.method
+        assert type(method).__name__ == "Ack", f"broker refused: {method}"
+        self.confirmed = method.delivery_tag if method.multiple else max(
+            self.confirmed, method.delivery_tag)
+
+    def publish(self, bodies: list[tuple[str, str]]) -> None:
+        properties = pika.BasicProperties(delivery_mode=2, content_type="application/json")
+        for message_id, body in bodies:
+            self.impl.basic_publish(settings.EXCHANGE, "orders.created", body.encode(),
+                                    pika.BasicProperties(delivery_mode=2,
+                                                         message_id=message_id,
+                                                         content_type=properties.content_type))
+            self.sent += 1
+        while self.confirmed < self.sent:
+            self.connection.process_data_events(time_limit=0.01)
+
+
+def bench_raw(events: int) -> float:
+    dsn = connection.get_connection_params()
+    with psycopg.connect(host=dsn["host"], port=dsn["port"], user=dsn["user"],
+                         dbname=dsn["dbname"], autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS raw_outbox")
+        conn.execute("CREATE TABLE raw_outbox (id bigserial PRIMARY KEY, message_id text, "
+                     "payload jsonb NOT NULL, status smallint NOT NULL DEFAULT 0)")
+        body = json.dumps(PAYLOAD)
+        with conn.cursor().copy("COPY raw_outbox (message_id, payload) FROM STDIN") as copy:
+            for _ in range(events):
+                copy.write_row((str(uuid.uuid4()), body))
+        reset_queue()
+        confirmer = BatchConfirmer()
+        started = time.perf_counter()
+        drained = 0
+        while True:
+            rows = conn.execute(
+                "UPDATE raw_outbox SET status = 1 WHERE id IN (SELECT id FROM raw_outbox "
+                "WHERE status = 0 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED) "
+                "RETURNING id, message_id, payload::text"
+            ).fetchall()
+            if not rows:
+                break
+            confirmer.publish([(m, p) for _, m, p in rows])
+            conn.execute("UPDATE raw_outbox SET status = 2 WHERE id = ANY(%s)",
+                         [[r[0] for r in rows]])
+            drained += len(rows)
+        elapsed = time.perf_counter() - started
+        confirmer.connection.close()
+        conn.execute("DROP TABLE raw_outbox")
+    assert drained == events and queue_depth() == events
+    return events / elapsed
+
+
+# -- latency with an idle relay in another process ----------------------------------------
+def bench_latency(samples: int) -> tuple[float, float]:
+    OutboxEvent.objects.all().delete()
+    reset_queue()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="benchmarks.settings")
+    relay = subprocess.Popen([sys.executable, "-m", "django", "outbox_relay",
+                              "--poll-interval", "1", "--batch-size", "100"],
+                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    committed: dict[str, float] = {}
+    arrived: dict[str, float] = {}
+    ready = threading.Event()
+
+    def consume() -> None:
+        with kombu.Connection(settings.AMQP_URL) as conn:
+            queue = kombu.Queue(settings.QUEUE, kombu.Exchange(settings.EXCHANGE, "topic"),
+                                routing_key="#", durable=True)
+
+            def on_message(body: Any, message: Any) -> None:
+                arrived[message.properties["message_id"]] = time.perf_counter()
+                message.ack()
+
+            with conn.Consumer(queue, callbacks=[on_message], accept=["json"]):
+                ready.set()
+                while len(arrived) < samples:
+                    try:
+                        conn.drain_events(timeout=5)
+                    except TimeoutError:
+                        break
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    ready.wait(10)
+    time.sleep(2.0)  # the relay is idle and sleeping by now
+    try:
+        for n in range(samples):
+            with transaction.atomic():
+                message_id = publish_event("orders.created", {**PAYLOAD, "order_id": n},
+                                           aggregate_type="order", aggregate_id=f"o-{n}")
+            committed[message_id] = time.perf_counter()
+            time.sleep(0.02)
+        consumer.join(30)
+    finally:
+        relay.terminate()
+        relay.wait(30)
+    latencies = sorted((arrived[m] - committed[m]) * 1000 for m in committed if m in arrived)
+    assert len(latencies) == samples, f"{samples - len(latencies)} events did not arrive"
+    return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]
+
+
+# -- publish_event() against a plain insert -----------------------------------------------
+def bench_publish_cost(transactions: int, sync: str) -> tuple[float, float]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET synchronous_commit = {sync}")
+    outbox, plain = [], []
+    for block in range(10):
+        started = time.perf_counter()
+        for n in range(transactions // 10):
+            with transaction.atomic():
+                publish_event("orders.created", {**PAYLOAD, "order_id": n},
+                              aggregate_type="order", aggregate_id=f"o-{block}-{n}")
+        outbox.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for n in range(transactions // 10):
+            with transaction.atomic():
+                PlainEvent.objects.create(
+                    message_id=str(uuid.uuid4()), topic="orders.created",
+                    aggregate_type="order", aggregate_id=f"o-{block}-{n}",
+                    payload={**PAYLOAD, "order_id": n}, headers={},
+                )
+        plain.append(time.perf_counter() - started)
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit")
+    per = transactions // 10
+    return statistics.median(outbox) / per * 1e6, statistics.median(plain) / per * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--aggregates", type=int, default=100)
+    parser.add_argument("--latency-samples", type=int, default=300)
+    parser.add_argument("--publish-transactions", type=int, default=2000)
+    args = parser.parse_args()
+
+    # A fresh outbox table each run, so its DDL is this version's.
+    call_command("migrate", "eventferry_django", "zero", verbosity=0)
+    call_command("migrate", verbosity=0, run_syncdb=True)
+    PlainEvent.objects.all().delete()
+    sync = synchronous_commit()
+    print(f"PostgreSQL {connection.pg_version}, RabbitMQ at {settings.AMQP_URL}, "
+          f"{os.cpu_count()} cores; {args.events:,} events over {args.aggregates} aggregates")
+
+    relay_rate = bench_relay(args.events, args.aggregates)
+    raw_rate = bench_raw(args.events)
+    p50, p99 = bench_latency(args.latency_samples)
+    durable = bench_publish_cost(args.publish_transactions, "on")
+    fast = bench_publish_cost(args.publish_transactions, "off")
+    OutboxEvent.objects.all().delete()
+    PlainEvent.objects.all().delete()
+
+    rows = [
+        ("relay drain (1 relay, batch 500)", f"{relay_rate:,.0f} events/s", sync, ""),
+        ("raw baseline (claim 500, pika confirms/batch)", f"{raw_rate:,.0f} events/s", sync, ""),
+        ("relay / raw", f"{relay_rate / raw_rate:.0%}", sync, ">= 70%"),
+        ("commit-to-broker latency p50", f"{p50:.1f} ms", sync, "<= 5 ms"),
+        ("commit-to-broker latency p99", f"{p99:.1f} ms", sync, "<= 50 ms"),
+        ("publish_event() transaction", f"{durable[0]:,.0f} us", "on", ""),
+        ("plain ORM insert transaction", f"{durable[1]:,.0f} us", "on", ""),
+        ("publish_event / plain insert", f"{durable[0] / durable[1]:.2f}x", "on", "<= 1.1x"),
+        ("publish_event() transaction", f"{fast[0]:,.0f} us", "off", ""),
+        ("plain ORM insert transaction", f"{fast[1]:,.0f} us", "off", ""),
+        ("publish_event / plain insert", f"{fast[0] / fast[1]:.2f}x", "off", ""),
+    ]
+    widths = [max(len(r[i]) for r in [("figure", "value", "synchronous_commit", "target"), *rows])
+              for i in range(4)]
+    header = ("figure", "value", "synchronous_commit", "target")
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |")
+
+
+if __name__ == "__main__":
+    main()

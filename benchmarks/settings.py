@@ -1,0 +1,30 @@
+"""Settings for the benchmarks: PostgreSQL and RabbitMQ on loopback."""
+
+import os
+
+SECRET_KEY = "eventferry-benchmarks"
+USE_TZ = True
+INSTALLED_APPS = ["django.contrib.contenttypes", "eventferry_django", "benchmarks.benchapp"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+DATABASES = {"default": {
+    "ENGINE": "django.db.backends.postgresql",
+    "NAME": os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench"),
+    "USER": os.environ.get("PGUSER", "postgres"),
+    "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+    "PORT": os.environ.get("PGPORT", "5432"),
+    # A relay is a long-running process: keep its connection between passes.
+    "CONN_MAX_AGE": None,
+    "OPTIONS": {"options": f"-c synchronous_commit={os.environ.get('EVENTFERRY_BENCH_SYNC', 'on')}"},
+}}
+AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
+EXCHANGE = "eventferry_bench"
+QUEUE = "eventferry_bench"
+EVENTFERRY = {
+    "BATCH_SIZE": 500,
+    "PUBLISHER": {
+        "BACKEND": "eventferry_django.publishers.kombu.KombuPublisher",
+        "OPTIONS": {"url": AMQP_URL, "exchange": EXCHANGE},
+    },
+}
+LOGGING = {"version": 1, "disable_existing_loggers": False,
+           "root": {"level": "WARNING", "handlers": []}}
