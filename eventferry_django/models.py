@@ -93,3 +93,17 @@ class OutboxEvent(models.Model):
     @property
     def headers_data(self) -> dict[str, Any]:
         return dict(json.loads(self.headers))
+
+
+class DeadOutboxEvent(OutboxEvent):
+    """The same rows, as the admin's separate "dead events" entry.
+
+    A proxy so the dead view has its own content type and therefore its own view and
+    delete permissions, plus ``redrive_deadoutboxevent`` for the redrive action.
+    """
+
+    class Meta:
+        proxy = True
+        verbose_name = _("dead outbox event")
+        verbose_name_plural = _("dead outbox events")
+        permissions = (("redrive_deadoutboxevent", "Can redrive dead outbox events"),)

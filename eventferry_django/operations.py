@@ -138,3 +138,12 @@ def redrive(
     if rows:
         events_redriven.send(sender=OutboxEvent, count=rows, using=using or get_settings().database)
     return RedriveResult(rows, False, [])
+
+
+def delete_dead(ids: Sequence[int], *, using: str | None = None) -> int:
+    """Delete these rows if they are still dead. The status condition is part of the
+    DELETE itself, so a row redriven meanwhile survives."""
+    if not ids:
+        return 0
+    deleted, _ = _events(using).dead().filter(id__in=list(ids)).delete()
+    return deleted

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.admin",
+    "django.contrib.staticfiles",
     "eventferry_django",
     "tests.testapp",
 ]
@@ -42,6 +43,7 @@ TEMPLATES = [{
     ]},
 }]
 ROOT_URLCONF = "tests.urls"
+STATIC_URL = "static/"
 
 VENDOR = os.environ.get("EVENTFERRY_TEST_DB", "sqlite")
 #: Set by tests that start relays as real processes, so they use the test database.
