@@ -106,6 +106,11 @@ class TableName:
         return f"IX_{self.table}_done_processed_at"
 
     @property
+    def notify_channel(self) -> str:
+        """The PostgreSQL NOTIFY channel that wakes relays of this table."""
+        return f"eventferry_{self.table}"
+
+    @property
     def indexes(self) -> tuple[str, str, str]:
         return (self.aggregate_index, self.claim_index, self.retention_index)
 

@@ -24,7 +24,6 @@ from .signals import events_committed
 from .store import Dialect, dialect_for
 from .store.base import INSERT_COLUMNS
 from .tracing import current_traceparent
-from .waker import notify_channel
 
 #: Column widths from the contract, counted in UTF-16 code units as NVARCHAR counts them.
 TEXT_LIMITS = {"topic": 255, "aggregate_type": 255, "aggregate_id": 255,
@@ -98,11 +97,9 @@ def publish_events(
         for start in range(0, len(rows), per_statement):
             chunk = rows[start:start + per_statement]
             cursor.execute(
-                dialect.insert_sql(len(chunk)), [value for row in chunk for value in row]
+                dialect.insert_sql(len(chunk)),
+                dialect.insert_params([value for row in chunk for value in row]),
             )
-        notify = dialect.notify_sql()
-        if notify is not None:
-            cursor.execute(notify, [notify_channel(settings.table)])
 
     transaction.on_commit(
         partial(events_committed.send, sender=OutboxEvent, message_ids=message_ids,

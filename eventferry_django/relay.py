@@ -30,7 +30,7 @@ from .conf import EventferrySettings, get_settings
 from .publishers.base import BrokerUnavailable, Outcome, Publisher, PublishResult
 from .retry import retry_delay
 from .store.outbox import ClaimedEvent, Failure, OutboxStore
-from .waker import Waker, notify_channel
+from .waker import Waker
 
 logger = logging.getLogger("eventferry.relay")
 
@@ -121,7 +121,7 @@ class Relay:
         self.config = config
         self.store = store or OutboxStore()
         self.publisher = publisher or build_publisher(self.settings)
-        self.waker = Waker(self.store.alias, notify_channel(self.settings.table))
+        self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
         self._stopping = False

@@ -19,11 +19,6 @@ from .signals import events_committed
 logger = logging.getLogger(__name__)
 
 
-def notify_channel(table: str) -> str:
-    """The NOTIFY channel of an outbox table (a validated identifier, so safe to LISTEN)."""
-    return f"eventferry_{table}"
-
-
 class Waker:
     """An event the relay sleeps on; set by commits in this process or by NOTIFY."""
 

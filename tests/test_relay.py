@@ -25,7 +25,6 @@ from eventferry_django.publishers.base import (
 from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store import dialect_for
-from eventferry_django.waker import notify_channel
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -210,8 +209,8 @@ def _notify_from_another_connection() -> None:
     dialect = dialect_for("postgresql", get_settings().table_name)
     with other.cursor() as cursor:
         cursor.execute("BEGIN")
-        cursor.execute(dialect.insert_sql(1), ["m-1", "t", "a", "1", None, "{}", "{}", None])
-        cursor.execute(dialect.notify_sql(), [notify_channel(get_settings().table)])
+        cursor.execute(dialect.insert_sql(1),
+                       dialect.insert_params(["m-1", "t", "a", "1", None, "{}", "{}", None]))
         cursor.execute("COMMIT")
     other.close()
 

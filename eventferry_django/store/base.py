@@ -244,23 +244,25 @@ class Dialect:
         return f"{self.quote('id')} IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
     def insert_sql(self, rows: int) -> str:
-        """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders."""
+        """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
+        bind it with :meth:`insert_params`."""
         sql = self._insert_sql.get(rows)
         if sql is None:
-            row = "(" + ", ".join(
-                self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
-            ) + ")"
-            sql = (
-                f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
-                + ", ".join([row] * rows)
-            )
-            self._insert_sql[rows] = sql
+            sql = self._insert_sql[rows] = self.build_insert_sql(rows)
         return sql
 
-    def notify_sql(self) -> str | None:
-        """A statement that wakes listening relays when the transaction commits, if the
-        vendor has one; its single parameter is the channel name."""
-        return None
+    def build_insert_sql(self, rows: int) -> str:
+        row = "(" + ", ".join(
+            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
+        ) + ")"
+        return (
+            f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
+            + ", ".join([row] * rows)
+        )
+
+    def insert_params(self, values: list[Any]) -> list[Any]:
+        """The parameters of :meth:`insert_sql`: the rows' values, flattened."""
+        return values
 
     def _claim_columns(self, alias: str) -> tuple[str, str, str]:
         return tuple(f"{alias}.{self.quote(c)}"  # type: ignore[return-value]

@@ -43,9 +43,17 @@ class PostgresqlDialect(Dialect):
     def now_plus_sql(self) -> str:
         return "(statement_timestamp() + %s * INTERVAL '1 millisecond')"
 
-    def notify_sql(self) -> str:
-        # Delivered at commit, dropped on rollback, folded when repeated in a transaction.
-        return "SELECT pg_notify(%s, '')"
+    def build_insert_sql(self, rows: int) -> str:
+        # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
+        # commit, drops it on rollback and folds repeats within a transaction, and it
+        # costs no extra round trip.
+        return (
+            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
+            "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
+        )
+
+    def insert_params(self, values: list[Any]) -> list[Any]:
+        return [*values, self.name.notify_channel]
 
     def select_column(self, column: str) -> str:
         if column in JSON_COLUMNS:

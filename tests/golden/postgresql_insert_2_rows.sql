@@ -1,1 +1,1 @@
-INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id") VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s), (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s);
+WITH inserted AS (INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id") VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s), (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s) RETURNING 1) SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one;
