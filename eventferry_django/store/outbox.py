@@ -72,9 +72,13 @@ class OutboxStore:
 
     def _run(self, operation: Callable[[Any], int], *, atomic: bool = True) -> int:
         """Run ``operation`` with a cursor; in a transaction only when it issues more
-        than one statement (autocommit saves a BEGIN and a COMMIT round trip)."""
-        scope = transaction.atomic(using=self.alias) if atomic else nullcontext()
+        than one statement (autocommit saves a BEGIN and a COMMIT round trip) or when
+        the vendor can let the transaction's commit skip the wait for durability."""
+        relaxed = self.dialect.relaxed_commit_sql
+        scope = transaction.atomic(using=self.alias) if atomic or relaxed else nullcontext()
         with scope, self.connection.cursor() as cursor:
+            if relaxed:
+                cursor.execute(relaxed)
             return operation(cursor)
 
     # -- claim -------------------------------------------------------------------------
@@ -86,10 +90,13 @@ class OutboxStore:
         """
         _check_limit(limit)
         timeout_ms = round(lease_timeout * 1000)
-        scope = (transaction.atomic(using=self.alias) if self.dialect.claim_needs_transaction
-                 else nullcontext())
-        with scope, self.connection.cursor() as cursor:
-            rows = self.dialect.claim(cursor, limit, timeout_ms)
+        rows: list[tuple[Any, ...]] = []
+
+        def run(cursor: Any) -> int:
+            rows.extend(self.dialect.claim(cursor, limit, timeout_ms))
+            return len(rows)
+
+        self._run(run, atomic=self.dialect.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
     @staticmethod
