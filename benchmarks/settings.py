@@ -14,7 +14,8 @@ DATABASES = {"default": {
     "PORT": os.environ.get("PGPORT", "5432"),
     # A relay is a long-running process: keep its connection between passes.
     "CONN_MAX_AGE": None,
-    "OPTIONS": {"options": f"-c synchronous_commit={os.environ.get('EVENTFERRY_BENCH_SYNC', 'on')}"},
+    "OPTIONS": {"options": "-c synchronous_commit="
+                           + os.environ.get("EVENTFERRY_BENCH_SYNC", "on")},
 }}
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
 EXCHANGE = "eventferry_bench"

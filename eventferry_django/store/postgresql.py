@@ -104,8 +104,11 @@ class PostgresqlDialect(Dialect):
             f"FOR UPDATE OF c SKIP LOCKED), "
             f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
             f"ORDER BY 1 LIMIT %s) "
+            # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
+            # the CTE's size; a join may be planned as a scan of the whole table.
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-            f"FROM picked WHERE o.{q('id')} = picked.{q('id')} RETURNING {self.returned_columns()}",
+            f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
+            f"RETURNING {self.returned_columns()}",
             [limit, self.offset_param(-lease_timeout_ms), limit, limit],
         )
         return sorted(claimed.fetchall(), key=lambda row: row[0])
