@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services benchmark clean
+.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services browsers benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,11 +20,14 @@ demo: $(INSTALLED)
 services:
 	scripts/ensure-services.sh
 
+browsers:
+	scripts/ensure-chromium.sh
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy eventferry_django
 
-test-sqlite: $(INSTALLED)
+test-sqlite: $(INSTALLED) services browsers
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest
 
 test-postgres: $(INSTALLED) services
@@ -42,6 +45,7 @@ test: lint test-sqlite test-postgres test-mariadb
 
 benchmark: $(INSTALLED) services
 	$(BIN)/python benchmarks/relay.py
+	$(BIN)/python benchmarks/publishers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

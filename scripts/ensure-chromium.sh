@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The admin's browser tests drive Debian's Chromium through Playwright (no browser
+# download). Install it when it is missing and we may; otherwise those tests skip.
+set -u
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+  exit 0
+fi
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "ensure-chromium: installing Debian's chromium for the browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+    || echo "ensure-chromium: could not install chromium; the browser tests will skip" >&2
+else
+  echo "ensure-chromium: chromium not found; the browser tests will skip" >&2
+fi
+exit 0
