@@ -89,6 +89,8 @@ elif VENDOR == "postgres":
         "PASSWORD": os.environ.get("PGPASSWORD", ""),
         "HOST": os.environ.get("PGHOST", "127.0.0.1"),
         "PORT": os.environ.get("PGPORT", "5432"),
+        # One test database per run, so runs side by side do not trip over each other.
+        "TEST": {"NAME": f"test_eventferry_{os.getpid()}"},
     }}
 elif VENDOR == "mariadb":
     import pymysql
@@ -102,7 +104,8 @@ elif VENDOR == "mariadb":
         "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
         "PORT": os.environ.get("MYSQL_PORT", "3306"),
         "OPTIONS": {"charset": "utf8mb4"},
-        "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+        "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin",
+                 "NAME": f"test_eventferry_{os.getpid()}"},
     }}
 elif VENDOR == "mssql":
     DATABASES = {"default": _mssql_database()}
