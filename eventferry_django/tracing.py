@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 try:
-    from opentelemetry import propagate
+    import opentelemetry.propagate as propagate
 except ImportError:  # OpenTelemetry is an optional extra.
-    propagate = None
+    propagate = None  # type: ignore[assignment]
 
 
 def current_traceparent() -> str | None:

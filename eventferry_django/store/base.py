@@ -44,21 +44,6 @@ COLUMNS: tuple[Column, ...] = (
 
 JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
 
-#: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
-CLAIM_COLUMNS: tuple[str, ...] = (
-    "id",
-    "message_id",
-    "topic",
-    "aggregate_type",
-    "aggregate_id",
-    "partition_key",
-    "payload",
-    "headers",
-    "trace_id",
-    "attempts",
-    "claimed_at",
-)
-
 #: Columns publish_event() writes; the rest take their database defaults.
 INSERT_COLUMNS: tuple[str, ...] = (
     "message_id",
@@ -70,6 +55,9 @@ INSERT_COLUMNS: tuple[str, ...] = (
     "headers",
     "trace_id",
 )
+
+#: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
+CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at")
 
 #: The most rows one claim or purge batch may touch.
 MAX_BATCH = 10_000
@@ -404,11 +392,20 @@ class Dialect:
         )
         return int(cursor.rowcount)
 
+    #: How the purge's id subquery ends: its limit, and a lock where there are row locks.
+    purge_subquery_tail: ClassVar[str] = "LIMIT %s"
+
     def purge_batch(
         self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
     ) -> int:
         """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
-        raise NotImplementedError
+        q = self.quote
+        cursor.execute(
+            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
+            f"WHERE {self.purge_condition(statuses)} {self.purge_subquery_tail})",
+            [cutoff, limit],
+        )
+        return int(cursor.rowcount)
 
     #: The placeholder of a bound time (purge's cutoff, a lease token).
     timestamp_placeholder: ClassVar[str] = "%s"

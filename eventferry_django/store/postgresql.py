@@ -113,13 +113,5 @@ class PostgresqlDialect(Dialect):
         )
         return sorted(claimed.fetchall(), key=lambda row: row[0])
 
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
-    ) -> int:
-        q = self.quote
-        cursor.execute(
-            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
-            f"WHERE {self.purge_condition(statuses)} LIMIT %s FOR UPDATE SKIP LOCKED)",
-            [cutoff, limit],
-        )
-        return int(cursor.rowcount)
+    # A row another transaction holds is left for the next purge, never waited on.
+    purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"

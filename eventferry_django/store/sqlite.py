@@ -6,7 +6,6 @@ monotonic even after the newest rows are purged, which archives and replays rely
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import Column, Dialect
@@ -75,13 +74,4 @@ class SqliteDialect(Dialect):
         )
         return sorted(cursor.fetchall(), key=lambda row: row[0])
 
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
-    ) -> int:
-        q = self.quote
-        cursor.execute(
-            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
-            f"WHERE {self.purge_condition(statuses)} ORDER BY {q('id')} LIMIT %s)",
-            [cutoff, limit],
-        )
-        return int(cursor.rowcount)
+    purge_subquery_tail = 'ORDER BY "id" LIMIT %s'

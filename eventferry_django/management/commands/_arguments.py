@@ -5,12 +5,29 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
+from django.core.management.base import CommandError, CommandParser
+from django.db import connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ...conf import get_settings
 from ...exceptions import EventferryError
 from ...operations import parse_duration
+
+
+def add_database_argument(parser: CommandParser) -> None:
+    parser.add_argument("--database", default=None,
+                        help="Database alias of the outbox (default: EVENTFERRY['DATABASE']).")
+
+
+def database_alias(options: dict[str, Any]) -> str:
+    """The ``--database`` alias, or the outbox's; an unknown alias is a CommandError."""
+    alias: str = options["database"] or get_settings().database
+    if alias not in connections:
+        raise CommandError(f"Unknown database alias {alias!r}.")
+    return alias
 
 
 def int_range(low: int, high: int | None = None) -> Callable[[str], int]:

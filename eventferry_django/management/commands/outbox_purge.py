@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.core.management.base import BaseCommand, CommandParser
 
-from ...conf import MAX_BATCH_SIZE, get_settings
+from ...conf import MAX_BATCH_SIZE
 from ...operations import PURGE_STATUSES, purge
-from ._arguments import duration, int_range
+from ._arguments import add_database_argument, database_alias, duration, int_range
 
 
 class Command(BaseCommand):
@@ -38,13 +37,10 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dry-run", action="store_true",
                             help="Count what would be deleted; delete nothing.")
-        parser.add_argument("--database", default=None,
-                            help="Database alias (default: EVENTFERRY['DATABASE']).")
+        add_database_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = options["database"] or get_settings().database
-        if alias not in connections:
-            raise CommandError(f"Unknown database alias {alias!r}.")
+        alias = database_alias(options)
         last_report = time.monotonic()
 
         def progress(deleted: int) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
 
-from ...conf import get_settings
 from ...exceptions import EventferryError
 from ...operations import RedriveSelection, redrive
-from ._arguments import int_range, moment
+from ._arguments import add_database_argument, database_alias, int_range, moment
 
 
 class Command(BaseCommand):
@@ -33,13 +31,10 @@ class Command(BaseCommand):
                             help="Also redrive failed rows waiting for a retry.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Show what would move; change nothing.")
-        parser.add_argument("--database", default=None,
-                            help="Database alias (default: EVENTFERRY['DATABASE']).")
+        add_database_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = options["database"] or get_settings().database
-        if alias not in connections:
-            raise CommandError(f"Unknown database alias {alias!r}.")
+        alias = database_alias(options)
         selection = RedriveSelection(
             ids=options["ids"], topic=options["topic"], aggregate_id=options["aggregate_id"],
             since=options["since"], until=options["until"],
