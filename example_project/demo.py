@@ -1,0 +1,242 @@
+"""The main job, end to end, in one process: ``make demo`` or ``python example_project/demo.py``.
+
+1. A fresh database: SQLite in ``example_project/db.sqlite3``, deleted and migrated; or the
+   database ``SHOP_DATABASE_URL`` names, migrated and then *flushed*.
+2. The consumer: the shop's Celery worker, started in a thread, whose bootstep reads the
+   ``shop.orders`` queue. The broker is kombu's in-process ``memory://`` transport unless
+   ``SHOP_BROKER_URL`` names a real one.
+3. Orders placed and paid through the real views and middleware (Django's test
+   ``Client``); each view writes the order and its event in one transaction.
+4. One poisoned event: ``order.refunded``, a topic no queue is bound to. The broker cannot
+   route it, the publisher answers RETRY, and after ``MAX_ATTEMPTS`` (3 here) it is dead.
+5. The relay (``Relay(...).run()`` with ``until_empty``) until nothing is left open.
+6. The consumer handles every event once; one message is then delivered a second time,
+   as a relay that crashed between the broker's confirm and its own ack would, and the
+   consumer skips it by its message id.
+7. A summary, and where the dead event waits in the admin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+# A checkout runs the demo without installing eventferry-django; an installed copy wins.
+sys.path.append(str(HERE.parent))
+os.environ["DJANGO_SETTINGS_MODULE"] = "shop.settings"
+os.environ.setdefault("SHOP_DEBUG", "0")  # a Celery worker warns when DEBUG is on
+os.environ.setdefault("SHOP_LOG_LEVEL", "WARNING")  # the demo tells its own story
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+#: (reference, customer, total, pay it?)
+ORDERS = [
+    ("SO-1001", "ada@example.com", "12.50", True),
+    ("SO-1002", "grace@example.com", "99.90", True),
+    ("SO-1003", "ada@example.com", "5.00", False),
+    ("SO-1004", "linus@example.com", "42.00", True),
+    ("SO-1005", "grace@example.com", "7.25", False),
+]
+POISON_TOPIC = "order.refunded"
+TIMEOUT = 30.0
+ADMIN_URL = "http://127.0.0.1:8000/admin/eventferry_django/deadoutboxevent/"
+
+
+class DemoFailed(Exception):
+    pass
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def wait_for(what: str, condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise DemoFailed(f"gave up after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def fresh_database() -> str:
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{database['NAME']}{suffix}").unlink(missing_ok=True)
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        call_command("flush", interactive=False, verbosity=0)
+    where = database["NAME"] if database["ENGINE"].endswith("sqlite3") else (
+        f"{database['ENGINE'].rsplit('.', 1)[-1]} database {database['NAME']!r}")
+    return str(where)
+
+
+def prepare_queue() -> None:
+    """Declare the consumer's queue and its bindings before anything is published (the
+    worker declares them too), and empty it: a real broker keeps messages across runs."""
+    from kombu import Connection
+
+    from orders.consumers import QUEUE
+
+    with Connection(settings.BROKER_URL) as connection:
+        QUEUE(connection.default_channel).declare()
+        QUEUE(connection.default_channel).purge()
+
+
+def place_orders() -> None:
+    from django.test import Client
+
+    client = Client()
+    for reference, customer, total, _ in ORDERS:
+        response = client.post("/orders/", {"reference": reference, "customer": customer,
+                                            "total": total}, content_type="application/json")
+        if response.status_code != 201:
+            raise DemoFailed(f"POST /orders/ answered {response.status_code}: "
+                             f"{response.content.decode()}")
+        order = response.json()
+        say(f"  POST /orders/ -> 201  {order['reference']}  {order['customer']:<18} "
+            f"{order['total']:>6}")
+    to_pay = {reference for reference, *_, pay in ORDERS if pay}
+    for order in client.get("/orders/").json()["orders"]:
+        if order["reference"] in to_pay:
+            response = client.post(f"/orders/{order['order_id']}/pay/")
+            if response.status_code != 200:
+                raise DemoFailed(f"POST /orders/{order['order_id']}/pay/ answered "
+                                 f"{response.status_code}: {response.content.decode()}")
+            say(f"  POST /orders/{order['order_id']}/pay/ -> 200  {order['reference']} paid")
+
+
+def publish_poison() -> None:
+    from django.db import transaction
+    from eventferry_django import publish_event
+
+    from orders.models import Order
+
+    order = Order.objects.get(reference="SO-1002")
+    with transaction.atomic():
+        publish_event(POISON_TOPIC, {**order.as_event(), "reason": "damaged in transit"},
+                      aggregate_type="order", aggregate_id=order.pk)
+    say(f"  {POISON_TOPIC} for {order.reference}, published by a back-office script; "
+        "no queue is bound to that topic")
+
+
+def run_relay() -> None:
+    from eventferry_django.models import OutboxEvent
+    from eventferry_django.relay import Relay, RelayConfig
+
+    relay = Relay(RelayConfig.from_settings(until_empty=True, relay_id="demo"))
+    # until_empty returns when nothing is claimable *now*; the poisoned event waits for
+    # its retry time in between, so run again until nothing is open.
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        relay.run()
+        if not OutboxEvent.objects.open().exists():
+            break
+        if time.monotonic() > deadline:
+            raise DemoFailed("the relay did not settle every event in time")
+        time.sleep(0.05)
+    stats = relay.stats
+    say(f"  relay: {stats.published} published, {stats.retried} retried, "
+        f"{stats.dead} dead")
+    for event in OutboxEvent.objects.dead():
+        say(f"  dead after {event.attempts} attempts: {event.topic} #{event.id}: "
+            f"{event.last_error}")
+
+
+def redeliver_one() -> str:
+    """Publish a delivered event once more, as a relay that crashed after the broker
+    confirmed it but before it acked the row would."""
+    from eventferry_django.models import OutboxEvent
+    from eventferry_django.publishers.base import OutboundMessage, Outcome
+    from eventferry_django.relay import build_publisher
+
+    event = OutboxEvent.objects.done().filter(topic="order.paid").order_by("id").first()
+    if event is None:
+        raise DemoFailed("no delivered order.paid event to redeliver")
+    publisher = build_publisher()
+    try:
+        [result] = publisher.publish([OutboundMessage(
+            id=event.id, message_id=event.message_id, topic=event.topic,
+            aggregate_type=event.aggregate_type, aggregate_id=event.aggregate_id,
+            partition_key=event.partition_key, payload=event.payload,
+            headers=event.headers_data, trace_id=event.trace_id, attempts=event.attempts,
+        )])
+    finally:
+        publisher.close()
+    if result.outcome is not Outcome.OK:
+        raise DemoFailed(f"redelivery was not accepted: {result.error}")
+    return f"{event.topic} {event.message_id}"
+
+
+def main() -> int:
+    where = fresh_database()
+    say(f"Fresh database: {where}")
+
+    from celery.contrib.testing.worker import start_worker
+    from eventferry_django.models import OutboxEvent
+
+    from orders import consumers
+    from orders.models import Order, ProcessedMessage, Shipment
+    from shop.celery import app
+
+    if settings.BROKER_URL.startswith("memory://"):
+        # The in-process transport polls its queues; once a second by default.
+        app.conf.broker_transport_options = {"polling_interval": 0.05}
+    prepare_queue()
+    say(f"Consumer: Celery worker in a thread, queue shop.orders on {settings.BROKER_URL}")
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                      shutdown_timeout=TIMEOUT):
+        say("\nPlacing orders through the views (each order and its event commit together):")
+        place_orders()
+        publish_poison()
+        say(f"\nOutbox: {OutboxEvent.objects.pending().count()} events pending. "
+            "Running the relay:")
+        run_relay()
+
+        published = OutboxEvent.objects.done().count()
+        wait_for("the consumer", lambda: consumers.stats.handled >= published)
+        say(f"\nConsumer: handled {consumers.stats.handled} events")
+
+        redelivered = redeliver_one()
+        say(f"Redelivering {redelivered} ...")
+        wait_for("the redelivery", lambda: consumers.stats.duplicates >= 1)
+        say("  skipped by the consumer: its message id is in ProcessedMessage already")
+
+    counts = {
+        "orders placed": Order.objects.count(),
+        "orders paid": Order.objects.filter(status=Order.Status.PAID).count(),
+        "events published": published,
+        "events consumed": ProcessedMessage.objects.count(),
+        "duplicates skipped": consumers.stats.duplicates,
+        "shipments": Shipment.objects.count(),
+        "dead events": OutboxEvent.objects.dead().count(),
+    }
+    if counts["events consumed"] != published or counts["shipments"] != counts["orders paid"]:
+        raise DemoFailed(f"the numbers do not add up: {counts}")
+
+    say("\nSummary")
+    for label, value in counts.items():
+        say(f"  {label:<20}{value}")
+    say(f"\nThe poisoned event ({POISON_TOPIC}, unroutable) is dead; see it in the admin:")
+    say(f"  {ADMIN_URL}")
+    say("  python example_project/manage.py createsuperuser")
+    say("  python example_project/manage.py runserver")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except DemoFailed as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        sys.exit(1)
