@@ -10,3 +10,7 @@ class EventferryConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .metrics import connect_signals
+
+        # Counts committed and redriven events; nothing without prometheus_client.
+        connect_signals()

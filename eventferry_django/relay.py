@@ -26,6 +26,7 @@ from typing import Any
 from django.db import DatabaseError, InterfaceError, close_old_connections, connections
 from django.utils.module_loading import import_string
 
+from . import metrics
 from .conf import EventferrySettings, get_settings
 from .publishers.base import BrokerUnavailable, Outcome, Publisher, PublishResult
 from .retry import retry_delay
@@ -141,11 +142,15 @@ class Relay:
             events, self._carried = self._carried, None
         else:
             limit = self._claim_limit()
+            started = time.perf_counter()
             events = self.store.claim(limit, self.config.claim_timeout) if limit else []
+            if limit:
+                metrics.observe_claim(time.perf_counter() - started)
             self._adapt_limit(limit, len(events))
         result = PassResult(claimed=len(events))
         if not events:
             return result
+        metrics.observe_batch(len(events))
         # Rows taken back from dead relays were already charged an attempt at claim time;
         # one that has used them all is buried unpublished (it may be what kills relays).
         spent = [e for e in events if e.message.attempts >= self.config.max_attempts]
@@ -167,9 +172,13 @@ class Relay:
         next_limit = 0
         if not (self._stopping or self.config.once):
             next_limit = self._claim_limit(already=len(events))
+        started = time.perf_counter()
         settled, carried = self.store.settle(
             delivered, failures, claim_next=next_limit, lease_timeout=self.config.claim_timeout
         )
+        metrics.observe_settle(time.perf_counter() - started)
+        metrics.count_outcomes((e.message.topic for e in delivered),
+                               ((f.event.message.topic, f.dead) for f in failures))
         if next_limit:
             self._carried = carried
             self._adapt_limit(next_limit, len(carried))
@@ -212,7 +221,9 @@ class Relay:
 
     def _publish(self, events: list[ClaimedEvent]) -> list[PublishResult]:
         try:
+            started = time.perf_counter()
             results = self.publisher.publish([e.message for e in events])
+            metrics.observe_publish(time.perf_counter() - started)
             if len(results) != len(events):
                 raise BrokerUnavailable(
                     f"{type(self.publisher).__name__} answered {len(results)} results "

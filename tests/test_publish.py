@@ -109,7 +109,11 @@ def test_on_commit_effects_fire_once_and_never_on_rollback() -> None:
 @pytest.mark.django_db
 def test_after_effects_are_registered_on_commit(django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     received: list[object] = []
-    events_committed.connect(lambda **kw: received.append(kw["message_ids"]), weak=False)
+
+    def listener(**kwargs: object) -> None:
+        received.append(kwargs["message_ids"])
+
+    events_committed.connect(listener)
     try:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
             publish_event("t", {}, aggregate_type="a", aggregate_id="1")
@@ -120,7 +124,7 @@ def test_after_effects_are_registered_on_commit(django_capture_on_commit_callbac
             callback()
         assert [len(ids) for ids in received] == [1, 2]  # type: ignore[arg-type]
     finally:
-        events_committed.receivers.clear()
+        events_committed.disconnect(listener)
 
 
 @pytest.mark.django_db(transaction=True)

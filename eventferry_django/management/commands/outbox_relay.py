@@ -11,6 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import MAX_BATCH_SIZE, get_settings
+from ...exceptions import ConfigurationError
+from ...metrics import start_metrics_server
 from ...relay import Relay, RelayConfig
 from ...store.outbox import OutboxStore
 from ._arguments import int_range, positive_seconds
@@ -46,6 +48,12 @@ class Command(BaseCommand):
             "--database", default=settings.database,
             help="Database alias of the outbox (default: %(default)s).",
         )
+        parser.add_argument(
+            "--metrics-port", type=int_range(1, 65535), default=None, metavar="PORT",
+            help="Serve Prometheus metrics (relay counters and backlog gauges) on "
+            "http://0.0.0.0:PORT/metrics from this process; needs prometheus_client "
+            "(default: off).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["database"] not in connections:
@@ -53,6 +61,12 @@ class Command(BaseCommand):
         if options["once"] and options["until_empty"]:
             raise CommandError("--once and --until-empty exclude each other.")
         self._configure_logging(options["verbosity"])
+        if options["metrics_port"] is not None:
+            try:
+                start_metrics_server(options["metrics_port"], using=options["database"])
+            except (ConfigurationError, OSError) as exc:
+                raise CommandError(f"Cannot serve metrics on port "
+                                   f"{options['metrics_port']}: {exc}") from exc
         relay = Relay(RelayConfig.from_settings(
             batch_size=options["batch_size"],
             poll_interval=options["poll_interval"],
