@@ -129,6 +129,8 @@ class Relay:
         self._rng = random.Random()
         #: A batch claimed together with the previous settlement, published next pass.
         self._carried: list[ClaimedEvent] | None = None
+        #: A published batch whose settlement failed, to settle before anything else.
+        self._leftovers: tuple[list[ClaimedEvent], list[Failure]] | None = None
         self._limit = config.batch_size
         self._limit_refresh_at = 0.0
         self._wakeups_seen = 0
@@ -138,6 +140,7 @@ class Relay:
         """Publish one batch and settle it. The batch is the one claimed together with the
         previous settlement, or a fresh claim. Raises on database or broker outage (after
         handing the batch back when the database allows)."""
+        self._settle_leftovers()
         if self._carried is not None:
             events, self._carried = self._carried, None
         else:
@@ -173,9 +176,16 @@ class Relay:
         if not (self._stopping or self.config.once):
             next_limit = self._claim_limit(already=len(events))
         started = time.perf_counter()
-        settled, carried = self.store.settle(
-            delivered, failures, claim_next=next_limit, lease_timeout=self.config.claim_timeout
-        )
+        try:
+            settled, carried = self.store.settle(
+                delivered, failures, claim_next=next_limit,
+                lease_timeout=self.config.claim_timeout,
+            )
+        except (DatabaseError, InterfaceError):
+            # Published but not settled: settle it first thing next pass, so a database
+            # hiccup does not leave the batch to its lease (and a second publication).
+            self._leftovers = (delivered, failures)
+            raise
         metrics.observe_settle(time.perf_counter() - started)
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
@@ -191,6 +201,17 @@ class Relay:
                            "one settled them; their outcome here was discarded",
                            self.config.relay_id, result.fenced)
         return result
+
+    def _settle_leftovers(self) -> None:
+        """Settle a batch whose settlement failed last pass. Rows whose lease has run out
+        meanwhile are fenced off and left to whoever holds them now."""
+        if self._leftovers is None:
+            return
+        delivered, failures = self._leftovers
+        self.store.settle(delivered, failures)
+        self._leftovers = None
+        metrics.count_outcomes((e.message.topic for e in delivered),
+                               ((f.event.message.topic, f.dead) for f in failures))
 
     def _claim_limit(self, already: int = 0) -> int:
         """How many rows to ask for: the adaptive limit, within ``--max-events``."""
@@ -278,22 +299,23 @@ class Relay:
                 else:
                     idle_sleep = MIN_IDLE_SLEEP
         finally:
-            self._release_carried()
+            self._wind_down()
             if may_idle:
                 self.waker.stop()
             self.publisher.close()
         return self.stats
 
-    def _release_carried(self) -> None:
-        """Hand back a batch claimed for a pass that will not run."""
+    def _wind_down(self) -> None:
+        """On the way out: settle what was published, hand back what was claimed for a
+        pass that will not run. If the database is away, the leases bring them back."""
         carried, self._carried = self._carried, None
-        if not carried:
-            return
         try:
-            self.store.release(carried)
+            self._settle_leftovers()
+            if carried:
+                self.store.release(carried)
         except (DatabaseError, InterfaceError) as exc:
-            logger.warning("[%s] could not hand back %d claimed event(s) (%s); they return "
-                           "when their lease expires", self.config.relay_id, len(carried), exc)
+            logger.warning("[%s] could not settle or hand back claimed events (%s); they "
+                           "return when their lease expires", self.config.relay_id, exc)
 
     def _finished(self, result: PassResult) -> bool:
         if self.config.once:

@@ -331,6 +331,11 @@ class Dialect:
         held = f"{q('status')} = 1 AND {q('claimed_at')} = {self.timestamp_placeholder}"
         return f"{condition} AND {held}", [*params, lease]
 
+    def is_transient(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (a Django DatabaseError) means "try the same again": a deadlock
+        victim, a serialization failure, a lock wait that timed out."""
+        return False
+
     def execute_often(self, cursor: Any, sql: str, params: Sequence[Any]) -> Any:
         """Run one of the relay's every-pass statements; returns the cursor to read.
         Vendors that can keep such statements prepared override this."""

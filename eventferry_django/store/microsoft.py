@@ -9,15 +9,13 @@ client-side separator that it does not understand, so none is emitted.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import CLAIM_COLUMNS, Column, Dialect
 
-#: SQL Server's error number for a deadlock victim; the claim is simply run again.
+#: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
-DEADLOCK_RETRIES = 5
 
 #: Types of the claim's table variable; json columns travel as NVARCHAR(MAX) either way.
 _CLAIMED_TYPES = {
@@ -186,15 +184,12 @@ class MicrosoftDialect(Dialect):
         )
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
-        for attempt in range(DEADLOCK_RETRIES):
-            try:
-                cursor.execute(self.claim_sql(), [limit, self.offset_param(-lease_timeout_ms)])
-                return list(cursor.fetchall())
-            except Exception as exc:
-                if not _is_deadlock_victim(exc) or attempt == DEADLOCK_RETRIES - 1:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+        cursor.execute(self.claim_sql(), [limit, self.offset_param(-lease_timeout_ms)])
+        return list(cursor.fetchall())
+
+    def is_transient(self, exc: BaseException) -> bool:
+        # 1205: chosen as deadlock victim; the batch was rolled back (XACT_ABORT).
+        return any(str(DEADLOCK_VICTIM) in str(arg) for arg in exc.args)
 
     def purge_batch(
         self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
@@ -207,6 +202,3 @@ class MicrosoftDialect(Dialect):
         )
         return int(cursor.rowcount)
 
-
-def _is_deadlock_victim(exc: BaseException) -> bool:
-    return any(str(DEADLOCK_VICTIM) in str(arg) for arg in getattr(exc, "args", ()))

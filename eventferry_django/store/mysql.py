@@ -71,6 +71,10 @@ class MysqlDialect(Dialect):
     qualify_set_columns = True
     claim_needs_transaction = True
 
+    def is_transient(self, exc: BaseException) -> bool:
+        # 1213: deadlock victim; 1205: lock wait timeout. InnoDB rolls the transaction back.
+        return bool(exc.args) and exc.args[0] in (1213, 1205)
+
     def now_plus_sql(self) -> str:
         return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..conf import get_settings
@@ -20,6 +22,11 @@ from ..models import Status
 from ..publishers.base import OutboundMessage
 from . import dialect_for
 from .base import MAX_BATCH, Dialect
+
+T = TypeVar("T")
+
+#: How many times an operation that lost a deadlock is tried in all.
+TRANSIENT_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -70,16 +77,31 @@ class OutboxStore:
     def connection(self) -> BaseDatabaseWrapper:
         return connections[self.alias]
 
-    def _run(self, operation: Callable[[Any], int], *, atomic: bool = True) -> int:
+    def _run(self, operation: Callable[[Any], T], *, atomic: bool = True) -> T:
         """Run ``operation`` with a cursor; in a transaction only when it issues more
         than one statement (autocommit saves a BEGIN and a COMMIT round trip) or when
-        the vendor can let the transaction's commit skip the wait for durability."""
+        the vendor can let the transaction's commit skip the wait for durability.
+
+        A deadlock victim (or another error the vendor calls transient) is run again
+        from the start: every operation here is conditioned on the rows' current state
+        (status, lease), so repeating a rolled-back one is safe. Not inside a caller's
+        transaction, though: that one is lost and only the caller can repeat it.
+        """
         relaxed = self.dialect.relaxed_commit_sql
-        scope = transaction.atomic(using=self.alias) if atomic or relaxed else nullcontext()
-        with scope, self.connection.cursor() as cursor:
-            if relaxed:
-                cursor.execute(relaxed)
-            return operation(cursor)
+        for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+            scope = transaction.atomic(using=self.alias) if atomic or relaxed else nullcontext()
+            in_callers_transaction = self.connection.in_atomic_block
+            try:
+                with scope, self.connection.cursor() as cursor:
+                    if relaxed:
+                        cursor.execute(relaxed)
+                    return operation(cursor)
+            except DatabaseError as exc:
+                if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
+                        or not self.dialect.is_transient(exc)):
+                    raise
+                time.sleep(random.uniform(0, 0.02 * attempt))
+        raise AssertionError("unreachable")
 
     # -- claim -------------------------------------------------------------------------
     def claim(self, limit: int, lease_timeout: float) -> list[ClaimedEvent]:
@@ -90,13 +112,8 @@ class OutboxStore:
         """
         _check_limit(limit)
         timeout_ms = round(lease_timeout * 1000)
-        rows: list[tuple[Any, ...]] = []
-
-        def run(cursor: Any) -> int:
-            rows.extend(self.dialect.claim(cursor, limit, timeout_ms))
-            return len(rows)
-
-        self._run(run, atomic=self.dialect.claim_needs_transaction)
+        rows = self._run(lambda cursor: self.dialect.claim(cursor, limit, timeout_ms),
+                         atomic=self.dialect.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
     @staticmethod
@@ -169,18 +186,17 @@ class OutboxStore:
             settled = self.ack(delivered) + self.record_failures(failures)
             return settled, self.claim(claim_next, lease_timeout)
         groups = _by_lease(delivered)
-        rows: list[tuple[Any, ...]] = []
 
-        def run(cursor: Any) -> int:
+        def run(cursor: Any) -> tuple[int, list[tuple[Any, ...]]]:
             settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
-            if claim_next:
-                rows.extend(self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000)))
-            return settled
+            if not claim_next:
+                return settled, []
+            return settled, self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000))
 
         statements = len(groups) + len(failures) + (1 if claim_next else 0)
         if statements == 0:
             return 0, []
-        settled = self._run(run, atomic=statements > 1)
+        settled, rows = self._run(run, atomic=statements > 1)
         return settled, [self._claimed(row) for row in rows]
 
     # -- purge -------------------------------------------------------------------------

@@ -62,8 +62,14 @@ class PostgresqlDialect(Dialect):
         if opted_out or psycopg is None or not isinstance(connection, psycopg.Connection):
             return super().execute_often(cursor, sql, params)
         prepared = psycopg.Cursor(connection)
-        prepared.execute(sql, params, prepare=True)
+        # Django's own error classes, as from any cursor, so callers need not know.
+        with cursor.db.wrap_database_errors:
+            prepared.execute(sql, params, prepare=True)
         return prepared
+
+    def is_transient(self, exc: BaseException) -> bool:
+        # deadlock_detected, serialization_failure, lock_not_available
+        return getattr(exc.__cause__, "sqlstate", None) in {"40P01", "40001", "55P03"}
 
     def build_insert_sql(self, rows: int) -> str:
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at

@@ -56,6 +56,10 @@ class SqliteDialect(Dialect):
     def offset_param(self, milliseconds: int) -> Any:
         return f"{milliseconds / 1000:+.3f} seconds"
 
+    def is_transient(self, exc: BaseException) -> bool:
+        # Another connection held the write lock longer than the busy timeout.
+        return "database is locked" in str(exc)
+
     def select_column(self, column: str) -> str:
         # RETURNING takes bare column names; the lease stays the exact stored text so it
         # compares equal when it comes back.
