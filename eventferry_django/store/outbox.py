@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import random
 import time
 from collections import defaultdict
@@ -22,6 +23,8 @@ from ..models import Status
 from ..publishers.base import OutboundMessage
 from . import dialect_for
 from .base import MAX_BATCH, Dialect
+
+logger = logging.getLogger("eventferry.store")
 
 T = TypeVar("T")
 
@@ -100,6 +103,8 @@ class OutboxStore:
                 if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
                         or not self.dialect.is_transient(exc)):
                     raise
+                logger.info("transient database error, trying again (%d/%d): %s",
+                            attempt, TRANSIENT_ATTEMPTS - 1, exc)
                 time.sleep(random.uniform(0, 0.02 * attempt))
         raise AssertionError("unreachable")
 
