@@ -210,6 +210,10 @@ class Relay:
         delivered, failures = self._leftovers
         self.store.settle(delivered, failures)
         self._leftovers = None
+        dead = sum(1 for f in failures if f.dead)
+        self.stats.published += len(delivered)
+        self.stats.dead += dead
+        self.stats.retried += len(failures) - dead
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
 
