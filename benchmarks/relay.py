@@ -192,7 +192,8 @@ def bench_latency(samples: int) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="benchmarks.settings")
     relay = subprocess.Popen([sys.executable, "-m", "django", "outbox_relay",
                               "--poll-interval", "1", "--batch-size", "100"],
-                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     committed: dict[str, float] = {}
     arrived: dict[str, float] = {}
     ready = threading.Event()
