@@ -19,7 +19,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import FrameType
 from typing import Any
 
@@ -62,21 +62,18 @@ class PassResult:
 
 
 @dataclass
-class RelayStats:
+class RelayStats(PassResult):
+    """Totals over a relay's run."""
+
     passes: int = 0
-    claimed: int = 0
-    published: int = 0
-    retried: int = 0
-    dead: int = 0
     released: int = 0
     errors: int = 0
 
     def add(self, result: PassResult) -> None:
         self.passes += 1
-        self.claimed += result.claimed
-        self.published += result.published
-        self.retried += result.retried
-        self.dead += result.dead
+        for counted in fields(PassResult):
+            setattr(self, counted.name,
+                    getattr(self, counted.name) + getattr(result, counted.name))
 
 
 @dataclass

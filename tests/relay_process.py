@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +34,13 @@ def start_relay(eventferry: dict[str, Any], *args: str, log: Path | None = None
         [sys.executable, "-m", "django", "outbox_relay", *args],
         env=relay_env(eventferry), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
     )
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 30.0,
+               what: str = "condition") -> None:
+    """Poll ``condition`` until it is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -44,7 +44,7 @@ from eventferry_django.operations import RedriveSelection, redrive
 from eventferry_django.publishers.base import OutboundMessage, Outcome, Publisher, PublishResult
 from eventferry_django.relay import Relay, RelayConfig
 
-from .relay_process import ROOT, start_relay
+from .relay_process import ROOT, start_relay, wait_until
 
 FILE_PUBLISHER = "tests.process_publishers.FilePublisher"
 HOUR = 3600.0
@@ -317,14 +317,6 @@ def scrape(port: str | int, timeout: float = 30.0) -> dict[tuple[str, frozenset[
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text) for s in family.samples
     }
-
-
-def wait_until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def metric(values: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,

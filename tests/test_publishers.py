@@ -32,6 +32,7 @@ from eventferry_django.publishers.base import (
 from eventferry_django.publishers.celery import CeleryPublisher
 from eventferry_django.publishers.kombu import KombuPublisher
 
+from .amqp import require_broker
 from .tcp_proxy import TcpProxy
 
 AMQP_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
@@ -39,26 +40,15 @@ REDIS_URL = os.environ.get("EVENTFERRY_REDIS_URL", "redis://127.0.0.1:6379/0")
 CLOSED_PORT = 1  # nothing listens on 127.0.0.1:1
 
 
-def reachable(url: str) -> None:
-    """Fail (not skip) with a readable message when a broker is down."""
-    connection = kombu.Connection(url, connect_timeout=2)
-    try:
-        connection.ensure_connection(max_retries=0)
-    except Exception as exc:
-        pytest.fail(f"{connection.as_uri()} is unreachable ({exc!r}); run `make services`.")
-    finally:
-        connection.release()
-
-
 @pytest.fixture(scope="module")
 def amqp_url() -> str:
-    reachable(AMQP_URL)
+    require_broker(AMQP_URL)
     return AMQP_URL
 
 
 @pytest.fixture(scope="module")
 def redis_url() -> str:
-    reachable(REDIS_URL)
+    require_broker(REDIS_URL)
     return REDIS_URL
 
 

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 
-from .relay_process import start_relay
+from .relay_process import start_relay, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -29,14 +29,6 @@ def settings_for(path: Path, *, claim_timeout: float = 60, max_attempts: int = 5
         "MAX_ATTEMPTS": max_attempts,
         "PUBLISHER": {"BACKEND": FILE_PUBLISHER, "OPTIONS": {"path": str(path), **options}},
     }
-
-
-def wait_until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def published(path: Path) -> list[dict[str, Any]]:
