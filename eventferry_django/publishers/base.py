@@ -10,11 +10,11 @@ relay hands the whole batch back without spending any attempts.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.checks import CheckMessage
+from django.core.checks import CheckMessage, Error
 
 from ..exceptions import EventferryError
 
@@ -73,6 +73,22 @@ class Publisher:
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
         """Problems with ``options``, as Django check messages; none by default."""
         return []
+
+    @classmethod
+    def unknown_options(
+        cls, options: Mapping[str, Any], known: Iterable[str], check_id: str
+    ) -> list[CheckMessage]:
+        """An Error naming the OPTIONS this publisher does not take, if any; for
+        :meth:`check`."""
+        known = sorted(known)
+        unknown = sorted(set(options) - set(known))
+        if not unknown:
+            return []
+        return [Error(
+            f"{cls.__name__} got unknown OPTIONS {unknown}.",
+            hint=f"{cls.__name__} accepts: {', '.join(known)}.",
+            id=check_id,
+        )]
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
         """Deliver ``messages``; return one result per message, in the same order."""

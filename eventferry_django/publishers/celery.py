@@ -129,13 +129,7 @@ class CeleryPublisher(Publisher):
                 hint=CELERY_HINT,
                 id="eventferry.E043",
             ))
-        unknown = sorted(set(options) - OPTION_NAMES)
-        if unknown:
-            messages.append(Error(
-                f"CeleryPublisher got unknown OPTIONS {unknown}.",
-                hint=f"CeleryPublisher accepts: {', '.join(sorted(OPTION_NAMES))}.",
-                id="eventferry.E041",
-            ))
+        messages += cls.unknown_options(options, OPTION_NAMES, "eventferry.E041")
 
         task = options.get("task")
         if task is None or (isinstance(task, str) and not task.strip()):

@@ -375,13 +375,7 @@ class KombuPublisher(Publisher):
                 hint=KOMBU_HINT,
                 id="eventferry.E033",
             ))
-        unknown = sorted(set(options) - OPTION_NAMES)
-        if unknown:
-            messages.append(Error(
-                f"KombuPublisher got unknown OPTIONS {unknown}.",
-                hint=f"KombuPublisher accepts: {', '.join(sorted(OPTION_NAMES))}.",
-                id="eventferry.E031",
-            ))
+        messages += cls.unknown_options(options, OPTION_NAMES, "eventferry.E031")
 
         url = options.get("url")
         if not isinstance(url, str) or not url.strip():

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage
 
 from .base import OutboundMessage, Publisher, PublishResult
 
@@ -22,14 +22,7 @@ class LoggingPublisher(Publisher):
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
-        unknown = set(options) - {"logger"}
-        if unknown:
-            return [Error(
-                f"LoggingPublisher got unknown OPTIONS {sorted(unknown)}.",
-                hint="LoggingPublisher accepts only 'logger'.",
-                id="eventferry.E022",
-            )]
-        return []
+        return cls.unknown_options(options, ["logger"], "eventferry.E022")
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
         for message in messages:
