@@ -47,15 +47,24 @@ def describe(connection: BaseDatabaseWrapper, name: TableName) -> TableInfo:
         return reader(cursor, name)
 
 
-def _postgresql(cursor, name: TableName) -> TableInfo:  # type: ignore[no-untyped-def]
-    schema_sql = "%s" if name.schema else "current_schema()"
-    params = [name.schema] if name.schema else []
+def _schema_filter(name: TableName, current: str) -> tuple[str, list[str]]:
+    return ("%s", [name.schema]) if name.schema else (current, [])
+
+
+def _information_schema_columns(  # type: ignore[no-untyped-def]
+    cursor, name: TableName, schema_sql: str, params: list[str]
+) -> list[tuple[str, str, bool]]:
     cursor.execute(
         "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns "
         f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
         [*params, name.table],
     )
-    columns = [(c, t.lower(), bool(n)) for c, t, n in cursor.fetchall()]
+    return [(c, t.lower(), bool(n)) for c, t, n in cursor.fetchall()]
+
+
+def _postgresql(cursor, name: TableName) -> TableInfo:  # type: ignore[no-untyped-def]
+    schema_sql, params = _schema_filter(name, "current_schema()")
+    columns = _information_schema_columns(cursor, name, schema_sql, params)
     cursor.execute(
         f"SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = {schema_sql} "
         "AND tablename = %s", [*params, name.table],
@@ -82,14 +91,8 @@ def _postgresql(cursor, name: TableName) -> TableInfo:  # type: ignore[no-untype
 
 
 def _mysql(cursor, name: TableName) -> TableInfo:  # type: ignore[no-untyped-def]
-    schema_sql = "%s" if name.schema else "DATABASE()"
-    params = [name.schema] if name.schema else []
-    cursor.execute(
-        "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns "
-        f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
-        [*params, name.table],
-    )
-    columns = [(c, t.lower(), bool(n)) for c, t, n in cursor.fetchall()]
+    schema_sql, params = _schema_filter(name, "DATABASE()")
+    columns = _information_schema_columns(cursor, name, schema_sql, params)
     cursor.execute(
         "SELECT index_name, column_name FROM information_schema.statistics "
         f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY index_name, seq_in_index",
