@@ -6,7 +6,7 @@ how its dialect spells them (types, quoting, guards) and holds all of its own SQ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -124,7 +124,7 @@ class Dialect:
         self.name = name.for_vendor(self.vendor)
         self.native_json = native_json
         self.table = self.name.quoted(self.vendor)
-        self._insert_sql: dict[int, str] = {}
+        self._statements: dict[Hashable, str] = {}
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, identifier: str) -> str:
@@ -231,13 +231,18 @@ class Dialect:
         """``id`` restricted to ``ids``, as SQL and its parameters."""
         return f"{self.quote('id')} IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
+    def statement(self, key: Hashable, build: Callable[[], str]) -> str:
+        """SQL text that depends only on this dialect (and ``key``): built on first use,
+        so the relay's every-pass statements cost no string building."""
+        sql = self._statements.get(key)
+        if sql is None:
+            sql = self._statements[key] = build()
+        return sql
+
     def insert_sql(self, rows: int) -> str:
         """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
         bind it with :meth:`insert_params`."""
-        sql = self._insert_sql.get(rows)
-        if sql is None:
-            sql = self._insert_sql[rows] = self.build_insert_sql(rows)
-        return sql
+        return self.statement(("insert", rows), lambda: self.build_insert_sql(rows))
 
     def build_insert_sql(self, rows: int) -> str:
         row = "(" + ", ".join(
@@ -282,6 +287,30 @@ class Dialect:
             f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
         )
+
+    #: The locking clause of a claim's candidate scans (vendors with SKIP LOCKED).
+    skip_locked_sql: ClassVar[str] = ""
+
+    def fresh_candidates_sql(self) -> str:
+        """Ids of fresh heads, read in the claim index's own order (status,
+        next_retry_at, id), which for fresh rows is id order: the scan stops at the limit
+        instead of sorting every open row. One placeholder: the limit."""
+        q = self.quote
+        return self.statement("fresh_candidates", lambda: (
+            f"SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.fresh_sql('c')} AND {self.head_of_aggregate_sql('c')} "
+            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s"
+            f"{self.skip_locked_sql}"
+        ))
+
+    def overdue_candidates_sql(self) -> str:
+        """Ids of overdue heads (few, found apart). Placeholders: lease offset, limit."""
+        q = self.quote
+        return self.statement("overdue_candidates", lambda: (
+            f"SELECT c.{q('id')} FROM {self.table} AS c "
+            f"WHERE {self.overdue_sql('c')} AND {self.head_of_aggregate_sql('c')} "
+            f"ORDER BY c.{q('id')} LIMIT %s{self.skip_locked_sql}"
+        ))
 
     def claimable_sql(self, alias: str = "c") -> str:
         """Rows a relay may take now, each the head of its aggregate; one placeholder,

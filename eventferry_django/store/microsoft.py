@@ -167,7 +167,7 @@ class MicrosoftDialect(Dialect):
     def claim_sql(self) -> str:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus
         TRY/CATCH, so any error rolls the claim back before it is re-raised."""
-        return (
+        return self.statement("claim", lambda: (
             "SET NOCOUNT ON;\n"
             "SET XACT_ABORT ON;\n"
             f"{self.claim_declare_sql()};\n"
@@ -181,7 +181,7 @@ class MicrosoftDialect(Dialect):
             "    THROW;\n"
             "END CATCH;\n"
             f"{self.claim_result_sql()};"
-        )
+        ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
         cursor.execute(self.claim_sql(), [limit, self.offset_param(-lease_timeout_ms)])

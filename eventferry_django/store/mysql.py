@@ -70,6 +70,7 @@ class MysqlDialect(Dialect):
     # SET must read the old status first: claim_set_sql() puts attempts before status.
     qualify_set_columns = True
     claim_needs_transaction = True
+    skip_locked_sql = " FOR UPDATE SKIP LOCKED"
 
     def is_transient(self, exc: BaseException) -> bool:
         # 1213: deadlock victim; 1205: lock wait timeout. InnoDB rolls the transaction back.
@@ -88,19 +89,10 @@ class MysqlDialect(Dialect):
         # rows are read in the claim index's order (id order for them), so the scan stops
         # at the limit; the few overdue rows are found separately.
         q = self.quote
-        head = self.head_of_aggregate_sql("c")
-        cursor.execute(
-            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.fresh_sql('c')} AND {head} "
-            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s "
-            "FOR UPDATE SKIP LOCKED",
-            [limit],
-        )
+        cursor.execute(self.fresh_candidates_sql(), [limit])
         ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute(
-            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {self.overdue_sql('c')} AND {head} "
-            f"ORDER BY c.{q('id')} LIMIT %s FOR UPDATE SKIP LOCKED",
-            [self.offset_param(-lease_timeout_ms), limit],
-        )
+        cursor.execute(self.overdue_candidates_sql(),
+                       [self.offset_param(-lease_timeout_ms), limit])
         ids = sorted(ids + [row[0] for row in cursor.fetchall()])[:limit]
         if not ids:
             return []

@@ -91,30 +91,28 @@ class PostgresqlDialect(Dialect):
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
-        # One statement, so one short transaction even in autocommit. Fresh rows are read
-        # in the claim index's own order (status, next_retry_at, id), which for them is id
-        # order, so the scan stops at the limit instead of sorting every open row; the
-        # few overdue rows are found separately. The probes have no locking clause: they
-        # read committed state, in which every open status blocks.
+    skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
+
+    def claim_sql(self) -> str:
+        """The claim as one statement, so one short transaction even in autocommit.
+        Placeholders: limit, lease offset, limit, limit. The probes have no locking
+        clause: they read committed state, in which every open status blocks."""
         q = self.quote
-        head = self.head_of_aggregate_sql("c")
-        claimed = self.execute_often(
-            cursor,
-            f"WITH fresh AS (SELECT c.{q('id')} FROM {self.table} AS c "
-            f"WHERE {self.fresh_sql('c')} AND {head} "
-            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s "
-            f"FOR UPDATE OF c SKIP LOCKED), "
-            f"overdue AS (SELECT c.{q('id')} FROM {self.table} AS c "
-            f"WHERE {self.overdue_sql('c')} AND {head} ORDER BY c.{q('id')} LIMIT %s "
-            f"FOR UPDATE OF c SKIP LOCKED), "
+        return self.statement("claim", lambda: (
+            f"WITH fresh AS ({self.fresh_candidates_sql()}), "
+            f"overdue AS ({self.overdue_candidates_sql()}), "
             f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
             f"ORDER BY 1 LIMIT %s) "
             # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
             # the CTE's size; a join may be planned as a scan of the whole table.
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
-            f"RETURNING {self.returned_columns()}",
+            f"RETURNING {self.returned_columns()}"
+        ))
+
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+        claimed = self.execute_often(
+            cursor, self.claim_sql(),
             [limit, self.offset_param(-lease_timeout_ms), limit, limit],
         )
         return sorted(claimed.fetchall(), key=lambda row: row[0])

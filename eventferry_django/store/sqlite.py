@@ -69,13 +69,12 @@ class SqliteDialect(Dialect):
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
         q = self.quote
-        cursor.execute(
+        cursor.execute(self.statement("claim", lambda: (
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} IN (SELECT c.{q('id')} FROM {self.table} AS c "
             f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s) "
-            f"RETURNING {self.returned_columns()}",
-            [self.offset_param(-lease_timeout_ms), limit],
-        )
+            f"RETURNING {self.returned_columns()}"
+        )), [self.offset_param(-lease_timeout_ms), limit])
         return sorted(cursor.fetchall(), key=lambda row: row[0])
 
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
