@@ -75,6 +75,18 @@ class Publisher:
         return []
 
     @classmethod
+    def missing_dependency(cls, installed: bool, package: str, extra: str, check_id: str
+                           ) -> list[CheckMessage]:
+        """An Error saying this publisher's library is not installed, if it is not."""
+        if installed:
+            return []
+        return [Error(
+            f"{cls.__name__} needs {package}, which is not installed.",
+            hint=f'pip install "eventferry-django[{extra}]"',
+            id=check_id,
+        )]
+
+    @classmethod
     def unknown_options(
         cls, options: Mapping[str, Any], known: Iterable[str], check_id: str
     ) -> list[CheckMessage]:

@@ -18,6 +18,7 @@ Configure it with::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import numbers
 import threading
@@ -44,7 +45,6 @@ CELERY_HEADERS = frozenset({
 
 FALLBACK = "*"
 
-CELERY_HINT = 'pip install "eventferry-django[celery]"'
 
 
 def _error(option: str, value: object, problem: str, check_id: str) -> Error:
@@ -121,14 +121,9 @@ class CeleryPublisher(Publisher):
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
         messages: list[CheckMessage] = []
-        try:
-            importlib.import_module("celery")
-        except ImportError:
-            messages.append(Error(
-                "CeleryPublisher needs celery, which is not installed.",
-                hint=CELERY_HINT,
-                id="eventferry.E043",
-            ))
+        messages += cls.missing_dependency(
+            importlib.util.find_spec("celery") is not None, "celery", "celery", "eventferry.E043"
+        )
         messages += cls.unknown_options(options, OPTION_NAMES, "eventferry.E041")
 
         task = options.get("task")

@@ -53,7 +53,6 @@ OPTION_NAMES = frozenset({
 #: AMQP ``shortstr`` fields (routing key, message id, exchange) hold at most 255 bytes.
 SHORTSTR_MAX = 255
 
-KOMBU_HINT = 'pip install "eventferry-django[kombu]"'
 
 RoutingKey = Callable[[OutboundMessage], str]
 
@@ -369,12 +368,7 @@ class KombuPublisher(Publisher):
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
         messages: list[CheckMessage] = []
         kombu_installed = _kombu_installed()
-        if not kombu_installed:
-            messages.append(Error(
-                "KombuPublisher needs kombu, which is not installed.",
-                hint=KOMBU_HINT,
-                id="eventferry.E033",
-            ))
+        messages += cls.missing_dependency(kombu_installed, "kombu", "kombu", "eventferry.E033")
         messages += cls.unknown_options(options, OPTION_NAMES, "eventferry.E031")
 
         url = options.get("url")
