@@ -421,13 +421,18 @@ print("no-op ok")
 """
 
 
-def test_without_prometheus_client_metrics_are_no_ops(tmp_path: Path) -> None:
+def run_python(code: str, tmp_path: Path) -> str:
+    """Run ``code`` in a fresh interpreter on the test settings; return its stdout."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "tests.settings",
            "EVENTFERRY_TEST_DB": "sqlite", "EVENTFERRY_SQLITE_DIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", NO_PROMETHEUS], env=env, cwd=ROOT,
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "no-op ok"
+    return result.stdout.strip()
+
+
+def test_without_prometheus_client_metrics_are_no_ops(tmp_path: Path) -> None:
+    assert run_python(NO_PROMETHEUS, tmp_path) == "no-op ok"
 
 
 QUIET_IMPORT = """
@@ -450,12 +455,7 @@ print("quiet")
 
 
 def test_importing_metrics_creates_and_starts_nothing(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "EVENTFERRY_TEST_DB": "sqlite", "EVENTFERRY_SQLITE_DIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", QUIET_IMPORT], env=env, cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "quiet"
+    assert run_python(QUIET_IMPORT, tmp_path) == "quiet"
 
 
 # -- contrib: Grafana dashboard and Prometheus alert rules -------------------------------
