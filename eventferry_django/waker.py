@@ -28,7 +28,7 @@ class Waker:
         self._event = threading.Event()
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
-        #: How many wake-ups arrived; for tests and debugging.
+        #: How many wake-ups arrived: the relay compares it to notice new commits.
         self.wakeups = 0
 
     def wake(self) -> None:
