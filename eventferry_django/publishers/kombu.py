@@ -26,13 +26,14 @@ import string
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
+from .amqp_frames import EncodingError, PublishFrames
 from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult
 
 #: Headers every message carries, filled from the outbox row (``traceparent`` only when the
@@ -49,6 +50,9 @@ OPTION_NAMES = frozenset({
     "url", "exchange", "exchange_type", "routing_key", "connect_timeout", "publish_timeout",
     "declare_exchange", "max_message_bytes",
 })
+
+CONTENT_TYPE = "application/json"
+CONTENT_ENCODING = "utf-8"
 
 #: AMQP ``shortstr`` fields (routing key, message id, exchange) hold at most 255 bytes.
 SHORTSTR_MAX = 255
@@ -171,57 +175,6 @@ def _error(option: str, value: object, problem: str, check_id: str) -> Error:
         hint="See the KombuPublisher docstring for the accepted OPTIONS.",
         id=check_id,
     )
-
-
-@contextlib.contextmanager
-def _coalesced_writes(transport: Any, flush_at: int = 64 * 1024) -> Iterator[None]:
-    """Gather py-amqp's frame writes into a few large ``sendall`` calls.
-
-    py-amqp sends every frame with its own system call, so a batch of 500 small messages
-    costs 500 writes and as many wake-ups of the broker: about half the time of the batch
-    on loopback. Buffering them halves it. This replaces the transport's ``_write`` (its
-    raw ``sendall``) for the duration; should a py-amqp release change that, writes are
-    simply left alone. Nothing buffered survives an exception, and every exception in
-    here costs the connection anyway.
-    """
-    write = getattr(transport, "_write", None)
-    if not callable(write) or not hasattr(transport, "__dict__"):
-        yield
-        return
-    own = transport.__dict__.get("_write")  # TCPTransport sets it per instance
-    pending = bytearray()
-
-    def buffered(data: bytes | memoryview) -> None:
-        pending.extend(data)  # a copy: py-amqp hands over a view of a buffer it reuses
-        if len(pending) >= flush_at:
-            write(pending)
-            pending.clear()
-
-    transport._write = buffered
-    try:
-        yield
-        if pending:
-            write(pending)
-    finally:
-        if own is None:
-            del transport._write
-        else:
-            transport._write = own
-
-
-def _encoding_problem(amqp_message: Any) -> str | None:
-    """Why py-amqp cannot encode ``amqp_message``'s properties, or None if it can.
-
-    Asked only after ``basic_publish`` raised: py-amqp encodes a message completely before
-    writing any of it, so an encoding error leaves the connection intact and blames this
-    one message, while any other error is the connection's. Checking after the fact keeps
-    the encoding off the fast path.
-    """
-    try:
-        amqp_message._serialize_properties()
-    except Exception as exc:
-        return f"headers or properties cannot be encoded for AMQP: {exc!r}"
-    return None
 
 
 class _ConfirmBatch:
@@ -360,7 +313,8 @@ class KombuPublisher(Publisher):
         self._connection: Any = None  # kombu.Connection
         self._channel: Any = None
         self._producer: Any = None  # kombu.Producer, virtual transports only
-        self._confirms = False
+        #: Publisher confirms are on exactly when this is set (RabbitMQ via py-amqp).
+        self._frames: PublishFrames | None = None
         self._delivery_tag = 0
         self._batch: _ConfirmBatch | None = None
 
@@ -451,8 +405,10 @@ class KombuPublisher(Publisher):
                 reraise_as_library_errors=False,
             )
             channel = connection.channel()
-            confirms = connection.transport.driver_name == "py-amqp"
-            if confirms:
+            frames = None
+            if connection.transport.driver_name == "py-amqp":
+                frames = PublishFrames(channel.channel_id, connection.connection.frame_max,
+                                       self.exchange, CONTENT_TYPE, CONTENT_ENCODING)
                 channel.confirm_select()
                 channel.events["basic_ack"].add(self._on_ack)
                 channel.events["basic_nack"].add(self._on_nack)
@@ -467,14 +423,14 @@ class KombuPublisher(Publisher):
             ))
             if declare:
                 exchange(channel).declare()
-            producer = None if confirms else kombu.Producer(
+            producer = None if frames else kombu.Producer(
                 channel, exchange=exchange, auto_declare=False,
             )
         except errors as exc:
             connection.collect()
             raise BrokerUnavailable(f"Cannot connect to the broker at {uri}: {exc!r}") from exc
         self._connection, self._channel, self._producer = connection, channel, producer
-        self._confirms = confirms
+        self._frames = frames
         self._delivery_tag = 0
 
     def _transport_options(self) -> dict[str, Any]:
@@ -527,7 +483,7 @@ class KombuPublisher(Publisher):
                 self._connect()
             errors = self._errors(self._connection)
             try:
-                if self._confirms:
+                if self._frames is not None:
                     return self._publish_confirmed(messages)
                 return self._publish_unconfirmed(messages)
             except TimeoutError as exc:  # socket.timeout is TimeoutError
@@ -570,56 +526,36 @@ class KombuPublisher(Publisher):
         return key
 
     def _publish_confirmed(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
-        """Write the whole batch, then read confirms until all are in or time runs out."""
+        """Write the whole batch in one ``sendall``, then read confirms until all are in
+        or time runs out."""
+        assert self._frames is not None
         deadline = time.monotonic() + self.publish_timeout
-        channel, amqp_connection = self._channel, self._connection.connection
         batch = self._batch = _ConfirmBatch(len(messages), self.exchange)
-        outgoing = []
+        wire = bytearray()
         for index, message in enumerate(messages):
             try:
-                routing_key = self._routing_key_for(message)
-                outgoing.append((index, routing_key, self._amqp_message(message)))
-            except _Unsendable as exc:
+                wire += self._frames.message(
+                    self._routing_key_for(message), self._body(message),
+                    message.message_id, broker_headers(message),
+                )
+            except (_Unsendable, EncodingError) as exc:
                 batch.results[index] = PublishResult(Outcome.GIVE_UP, str(exc))
-
-        transport = amqp_connection.transport
-        with transport.having_timeout(self.publish_timeout), _coalesced_writes(transport):
-            for index, routing_key, amqp_message in outgoing:
-                try:
-                    channel.basic_publish(
-                        amqp_message, exchange=self.exchange, routing_key=routing_key,
-                        mandatory=True,
-                    )
-                except Exception:
-                    problem = _encoding_problem(amqp_message)
-                    if problem is None:
-                        raise
-                    batch.results[index] = PublishResult(Outcome.GIVE_UP, problem)
-                    continue
-                self._delivery_tag += 1
-                batch.sent(self._delivery_tag, index, messages[index].message_id)
-
+                continue
+            self._delivery_tag += 1
+            batch.sent(self._delivery_tag, index, message.message_id)
+        amqp_connection = self._connection.connection
+        if wire:
+            transport = amqp_connection.transport
+            with transport.having_timeout(self.publish_timeout):
+                transport.write(wire)
         while batch.pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(
-                    f"{len(batch.pending)} of {len(outgoing)} messages not confirmed"
-                )
+                raise TimeoutError(f"{len(batch.pending)} of {len(messages)} messages "
+                                   "not confirmed")
             amqp_connection.drain_events(timeout=remaining)
         self._batch = None
         return [r if r is not None else PublishResult.ok() for r in batch.results]
-
-    def _amqp_message(self, message: OutboundMessage) -> Any:
-        body = self._body(message)
-        if len(message.message_id.encode("utf-8", "surrogatepass")) > SHORTSTR_MAX:
-            raise _Unsendable(f"message_id is longer than {SHORTSTR_MAX} bytes")
-        return self._channel.prepare_message(
-            body,
-            content_type="application/json",
-            content_encoding="utf-8",
-            headers=broker_headers(message),
-            properties={"delivery_mode": 2, "message_id": message.message_id},
-        )
 
     def _on_ack(self, delivery_tag: int, multiple: bool) -> None:
         if self._batch is not None:
@@ -656,8 +592,8 @@ class KombuPublisher(Publisher):
             self._producer.publish(
                 body,
                 routing_key=routing_key,
-                content_type="application/json",
-                content_encoding="utf-8",
+                content_type=CONTENT_TYPE,
+                content_encoding=CONTENT_ENCODING,
                 headers=broker_headers(message),
                 delivery_mode=2,
                 message_id=message.message_id,
