@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
@@ -179,3 +179,27 @@ def test_purge_dead_only_when_asked_and_soft_cap() -> None:
 def test_purge_refuses_open_statuses() -> None:
     with pytest.raises(EventferryError, match="purge deletes done and/or dead rows only"):
         OutboxStore().purge(timezone.now(), statuses=(Status.PENDING,))
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_relay_statements_run_prepared_with_a_generic_plan_and_leave_the_app_alone() -> None:
+    publish(*[f"a{n % 3}" for n in range(12)])
+    store = OutboxStore()
+    claimed = store.claim(3, 60)
+    for _ in range(3):
+        _, claimed = store.settle(claimed, [], claim_next=3)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans "
+                       "FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+        # The setup of the relay's transactions stays inside them.
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "auto"
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    claims = [row for row in prepared if row[0].startswith("WITH fresh AS")]
+    acks = [row for row in prepared if "SET \"status\" = 2" in row[0]]
+    assert len(claims) == len(acks) == 1
+    assert claims[0][1:] == (4, 0) and acks[0][1:] == (3, 0)  # generic plans only
+    # Nothing else was prepared: Django's own statements bind client-side as before.
+    assert len(prepared) == 2

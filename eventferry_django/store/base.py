@@ -341,11 +341,12 @@ class Dialect:
     claim_needs_transaction: ClassVar[bool] = False
     #: Whether the claim may run inside a transaction that also settles the last batch.
     claim_joins_transaction: ClassVar[bool] = True
-    #: A statement that lets the relay's own transactions commit without waiting for
-    #: the disk. Losing such a commit in a database crash only makes rows come back (a
-    #: claim or ack undone means the event is published again), never loses an event,
-    #: so the relay need not pay a durable commit per batch.
-    relaxed_commit_sql: ClassVar[str | None] = None
+    #: A statement that opens each of the relay's own transactions, tuning them: above
+    #: all, letting them commit without waiting for the disk. Losing such a commit in a
+    #: database crash only makes rows come back (a claim or ack undone means the event is
+    #: published again), never loses an event, so the relay need not pay a durable
+    #: commit per batch.
+    relay_transaction_sql: ClassVar[str | None] = None
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
         """Claim up to ``limit`` rows in one short transaction; rows in

@@ -90,14 +90,14 @@ class OutboxStore:
         (status, lease), so repeating a rolled-back one is safe. Not inside a caller's
         transaction, though: that one is lost and only the caller can repeat it.
         """
-        relaxed = self.dialect.relaxed_commit_sql
+        setup = self.dialect.relay_transaction_sql
         for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
-            scope = transaction.atomic(using=self.alias) if atomic or relaxed else nullcontext()
+            scope = transaction.atomic(using=self.alias) if atomic or setup else nullcontext()
             in_callers_transaction = self.connection.in_atomic_block
             try:
                 with scope, self.connection.cursor() as cursor:
-                    if relaxed:
-                        cursor.execute(relaxed)
+                    if setup:
+                        cursor.execute(setup)
                     return operation(cursor)
             except DatabaseError as exc:
                 if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
