@@ -21,6 +21,7 @@ CHECK_IDS = {
     "SCHEMA": "eventferry.E003",
     "CLAIM_TIMEOUT": "eventferry.E004",
     "BATCH_SIZE": "eventferry.E005",
+    "BATCHES_IN_FLIGHT": "eventferry.E015",
     "MAX_ATTEMPTS": "eventferry.E006",
     "BACKOFF": "eventferry.E007",
     "MAX_PAYLOAD_BYTES": "eventferry.E008",

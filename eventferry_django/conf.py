@@ -25,6 +25,8 @@ SETTING_NAME = "EVENTFERRY"
 #: The lease is bound as a 32-bit millisecond count on SQL Server; 24 h fits with room.
 MAX_CLAIM_TIMEOUT_SECONDS = 24 * 60 * 60
 MAX_BATCH_SIZE = 10_000
+#: More batches in flight stop paying off once the broker and the database are both busy.
+MAX_BATCHES_IN_FLIGHT = 8
 
 DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
 
@@ -36,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",
     "CLAIM_TIMEOUT": 60,
     "BATCH_SIZE": 100,
+    "BATCHES_IN_FLIGHT": 2,
     "MAX_ATTEMPTS": 5,
     "BACKOFF": {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
@@ -66,6 +69,7 @@ class EventferrySettings:
     database: str = "default"
     claim_timeout: float = 60.0
     batch_size: int = 100
+    batches_in_flight: int = 2
     max_attempts: int = 5
     backoff: Backoff = field(default_factory=Backoff)
     max_payload_bytes: int = 1024 * 1024
@@ -181,6 +185,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         database=database,
         claim_timeout=float(claim_timeout),
         batch_size=reader.positive_int("BATCH_SIZE", MAX_BATCH_SIZE),
+        batches_in_flight=reader.positive_int("BATCHES_IN_FLIGHT", MAX_BATCHES_IN_FLIGHT),
         max_attempts=reader.positive_int("MAX_ATTEMPTS"),
         backoff=_parse_backoff(reader),
         max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),

@@ -4,6 +4,12 @@ One pass costs one claim (a short transaction), one publisher call for the whole
 (the publisher pipelines it and waits for broker confirms once) and one ack statement, so
 neither a commit nor a broker round trip is paid per event.
 
+The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (two by default): while a
+thread of its own (:mod:`.sender`) publishes one and waits for the broker's confirms,
+the relay's thread settles another and claims its successors. Per-aggregate order does
+not depend on this: the claim never hands out a row while an earlier row of its
+aggregate is still open, so batches in flight never share an aggregate.
+
 Failures are sorted by whose fault they are:
 - the message's (the publisher answers RETRY or GIVE_UP): an attempt is spent, the row is
   retried with backoff and goes dead after ``MAX_ATTEMPTS``;
@@ -18,8 +24,11 @@ import logging
 import random
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -28,8 +37,15 @@ from django.utils.module_loading import import_string
 
 from . import metrics
 from .conf import EventferrySettings, get_settings
-from .publishers.base import BrokerUnavailable, Outcome, Publisher, PublishResult
+from .publishers.base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+)
 from .retry import retry_delay
+from .sender import Sender
 from .store.outbox import ClaimedEvent, Failure, OutboxStore
 from .waker import Waker
 
@@ -52,7 +68,7 @@ def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
 
 @dataclass
 class PassResult:
-    """What one claim-publish-settle pass did."""
+    """What one pass (the settlement of one batch) did."""
 
     claimed: int = 0
     published: int = 0
@@ -82,6 +98,7 @@ class RelayConfig:
     poll_interval: float = 1.0
     claim_timeout: float = 60.0
     max_attempts: int = 5
+    batches_in_flight: int = 2
     relay_id: str = ""
     once: bool = False
     until_empty: bool = False
@@ -96,11 +113,29 @@ class RelayConfig:
         settings = settings or get_settings()
         values: dict[str, Any] = {
             "batch_size": settings.batch_size,
+            "batches_in_flight": settings.batches_in_flight,
             "claim_timeout": settings.claim_timeout,
             "max_attempts": settings.max_attempts,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+#: How long a relay that is told to exit at once waits for its publishing thread.
+SENDER_EXIT_WAIT = 1.0
+
+
+@dataclass
+class _Batch:
+    """A claimed batch on its way through the broker."""
+
+    events: list[ClaimedEvent]
+    #: The events handed to the publisher, in the order of its results.
+    publishing: list[ClaimedEvent]
+    #: Rows buried unpublished, to record with the batch's settlement.
+    failures: list[Failure] = field(default_factory=list)
+    #: The publisher's results, once it has them; None when nothing is published.
+    results: Future[list[PublishResult]] | None = None
 
 
 class Relay:
@@ -119,13 +154,18 @@ class Relay:
         self.config = config
         self.store = store or OutboxStore()
         self.publisher = publisher or build_publisher(self.settings)
+        self._sender = Sender(f"eventferry-send-{config.relay_id}" if config.relay_id
+                              else "eventferry-send")
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
         self._stopping = False
         self._rng = random.Random()
-        #: A batch claimed together with the previous settlement, published next pass.
-        self._carried: list[ClaimedEvent] | None = None
+        #: Batches handed to the publisher and not settled yet, oldest first.
+        self._in_flight: deque[_Batch] = deque()
+        #: Whether the claim made with the last settlement found nothing, so the next
+        #: pass has nothing to do and need not ask again at once.
+        self._found_nothing = False
         #: A published batch whose settlement failed, to settle before anything else.
         self._leftovers: tuple[list[ClaimedEvent], list[Failure]] | None = None
         self._limit = config.batch_size
@@ -134,47 +174,80 @@ class Relay:
 
     # -- one pass ----------------------------------------------------------------------
     def run_once(self) -> PassResult:
-        """Publish one batch and settle it. The batch is the one claimed together with the
-        previous settlement, or a fresh claim. Raises on database or broker outage (after
-        handing the batch back when the database allows)."""
+        """Settle the oldest batch in flight and, in the same transaction, claim the next
+        one and send it. With nothing in flight, claim afresh, split the claim across the
+        batches in flight and send them all first. Raises on a database or broker outage
+        (after handing back what the database allows)."""
         self._settle_leftovers()
-        if self._carried is not None:
-            events, self._carried = self._carried, None
-        else:
-            limit = self._claim_limit()
-            started = time.perf_counter()
-            events = self.store.claim(limit, self.config.claim_timeout) if limit else []
-            if limit:
-                metrics.observe_claim(time.perf_counter() - started)
-            self._adapt_limit(limit, len(events))
-        result = PassResult(claimed=len(events))
-        if not events:
-            return result
-        metrics.observe_batch(len(events))
-        # Rows taken back from dead relays were already charged an attempt at claim time;
-        # one that has used them all is buried unpublished (it may be what kills relays).
-        spent = [e for e in events if e.message.attempts >= self.config.max_attempts]
-        to_publish = [e for e in events if e.message.attempts < self.config.max_attempts]
-        failures = [
-            Failure(e, f"gave up after {e.message.attempts} attempts: the lease expired "
-                    "each time (the relay holding it stopped before settling it)",
-                    dead=True, counts_attempt=False)
-            for e in spent
-        ]
-        results = self._publish(to_publish) if to_publish else []
+        if not self._in_flight:
+            found_nothing, self._found_nothing = self._found_nothing, False
+            events = [] if found_nothing else self._claim()
+            if not events:
+                return PassResult()
+            self._launch(self._split(events))
+        try:
+            batch, results = self._oldest_results()
+        except BrokerUnavailable:
+            # The others went to the same broker; settle those it answered and hand back
+            # the rest, so one outage costs one back-off.
+            self._drain()
+            raise
+        return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
+
+    def _claim(self) -> list[ClaimedEvent]:
+        limit = self._claim_limit()
+        if not limit:
+            return []
+        started = time.perf_counter()
+        events = self.store.claim(limit, self.config.claim_timeout)
+        metrics.observe_claim(time.perf_counter() - started)
+        self._adapt_limit(limit, len(events))
+        return events
+
+    def _split(self, events: list[ClaimedEvent]) -> list[list[ClaimedEvent]]:
+        """A fresh claim, cut into as many batches as may be in flight. Afterwards each
+        settlement claims the successors of its own batch's aggregates (the others' are
+        still in flight), so the batches stay apart."""
+        parts = 1 if self.config.once else min(self.config.batches_in_flight, len(events))
+        size = -(-len(events) // parts)
+        return [events[start:start + size] for start in range(0, len(events), size)]
+
+    def _launch(self, parts: list[list[ClaimedEvent]]) -> None:
+        """Hand each batch to the publishing thread and keep it in flight."""
+        for events in parts:
+            metrics.observe_batch(len(events))
+            # Rows taken back from dead relays were charged an attempt at claim time; one
+            # that has used them all is buried unpublished (it may be what kills relays).
+            spent = [e for e in events if e.message.attempts >= self.config.max_attempts]
+            batch = _Batch(
+                events,
+                publishing=[e for e in events if e.message.attempts < self.config.max_attempts],
+                failures=[Failure(e, f"gave up after {e.message.attempts} attempts: the lease "
+                                  "expired each time (the relay holding it stopped before "
+                                  "settling it)", dead=True, counts_attempt=False)
+                          for e in spent],
+            )
+            if batch.publishing:
+                batch.results = self._sender.submit(
+                    partial(self._publish, [e.message for e in batch.publishing]))
+            self._in_flight.append(batch)
+
+    def _settle(self, batch: _Batch, results: list[PublishResult], *, claim_next: bool
+                ) -> PassResult:
+        """Ack the delivered, record the refused and, with ``claim_next``, claim and send
+        the next batch: one transaction, one commit."""
+        failures = list(batch.failures)
         delivered: list[ClaimedEvent] = []
-        for event, outcome in zip(to_publish, results, strict=True):
+        for event, outcome in zip(batch.publishing, results, strict=True):
             if outcome.outcome is Outcome.OK:
                 delivered.append(event)
             else:
                 failures.append(self._failure(event, outcome))
-        # Settle this batch and claim the next in one transaction: one commit per pass.
-        next_limit = 0
-        if not (self._stopping or self.config.once):
-            next_limit = self._claim_limit(already=len(events))
+        in_flight = len(batch.events) + sum(len(b.events) for b in self._in_flight)
+        next_limit = self._claim_limit(already=in_flight) if claim_next else 0
         started = time.perf_counter()
         try:
-            settled, carried = self.store.settle(
+            settled, claimed = self.store.settle(
                 delivered, failures, claim_next=next_limit,
                 lease_timeout=self.config.claim_timeout,
             )
@@ -187,17 +260,42 @@ class Relay:
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
         if next_limit:
-            self._carried = carried
-            self._adapt_limit(next_limit, len(carried))
-        result.published = len(delivered)
+            self._adapt_limit(next_limit, len(claimed))
+            if claimed:
+                self._launch([claimed])
+            self._found_nothing = not claimed
+        result = PassResult(claimed=len(batch.events), published=len(delivered))
         result.dead = sum(1 for f in failures if f.dead)
         result.retried = len(failures) - result.dead
-        result.fenced = len(events) - settled
+        result.fenced = len(batch.events) - settled
         if result.fenced:
             logger.warning("[%s] %d event(s) were taken back by another relay before this "
                            "one settled them; their outcome here was discarded",
                            self.config.relay_id, result.fenced)
         return result
+
+    def _drain(self) -> None:
+        """Settle every batch in flight without claiming more; hand back those whose
+        publication failed."""
+        while self._in_flight:
+            try:
+                batch, results = self._oldest_results()
+            except BrokerUnavailable:
+                continue
+            self.stats.add(self._settle(batch, results, claim_next=False))
+
+    def _oldest_results(self) -> tuple[_Batch, list[PublishResult]]:
+        """Take the oldest batch in flight once the publisher has answered for it. It
+        stays in flight while the relay waits, so an interrupted wait still hands it back
+        (see :meth:`_wind_down`)."""
+        batch = self._in_flight[0]
+        try:
+            results = self._results(batch)
+        except BrokerUnavailable:
+            self._in_flight.popleft()  # handed back already
+            raise
+        self._in_flight.popleft()
+        return batch, results
 
     def _settle_leftovers(self) -> None:
         """Settle a batch whose settlement failed last pass. Rows whose lease has run out
@@ -241,21 +339,31 @@ class Relay:
         elif 0 < claimed < asked:
             self._limit = claimed
 
-    def _publish(self, events: list[ClaimedEvent]) -> list[PublishResult]:
+    def _publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        """Runs on the publishing thread."""
+        started = time.perf_counter()
+        results = self.publisher.publish(messages)
+        metrics.observe_publish(time.perf_counter() - started)
+        return results
+
+    def _results(self, batch: _Batch) -> list[PublishResult]:
+        """The broker's answers for ``batch``, once the publishing thread has them; if
+        there are none to be had, the batch is handed back and
+        :class:`BrokerUnavailable` raised."""
+        if batch.results is None:
+            return []
         try:
-            started = time.perf_counter()
-            results = self.publisher.publish([e.message for e in events])
-            metrics.observe_publish(time.perf_counter() - started)
-            if len(results) != len(events):
+            results = batch.results.result()
+            if len(results) != len(batch.publishing):
                 raise BrokerUnavailable(
                     f"{type(self.publisher).__name__} answered {len(results)} results "
-                    f"for {len(events)} messages"
+                    f"for {len(batch.publishing)} messages"
                 )
             return results
         except Exception as exc:
             # Not the messages' fault as far as we can tell: hand them back unspent.
-            self.store.release(events)
-            self.stats.released += len(events)
+            self.store.release(batch.publishing)
+            self.stats.released += len(batch.publishing)
             if isinstance(exc, BrokerUnavailable):
                 raise
             raise BrokerUnavailable(f"publisher raised {type(exc).__name__}: {exc}") from exc
@@ -276,6 +384,7 @@ class Relay:
             self.waker.start()
         idle_sleep = MIN_IDLE_SLEEP
         error_sleep = self.config.error_backoff
+        interrupted = True
         try:
             while not self._stopping:
                 close_old_connections()
@@ -299,21 +408,28 @@ class Relay:
                     idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
                 else:
                     idle_sleep = MIN_IDLE_SLEEP
+            interrupted = False
         finally:
-            self._wind_down()
+            self._wind_down(interrupted)
             if may_idle:
                 self.waker.stop()
-            self.publisher.close()
+            # A publishing thread still stuck with an unanswering broker keeps the
+            # publisher; the process is on its way out then.
+            if self._sender.close(SENDER_EXIT_WAIT if interrupted else None):
+                self.publisher.close()
         return self.stats
 
-    def _wind_down(self) -> None:
-        """On the way out: settle what was published, hand back what was claimed for a
-        pass that will not run. If the database is away, the leases bring them back."""
-        carried, self._carried = self._carried, None
+    def _wind_down(self, interrupted: bool) -> None:
+        """On the way out: settle what was published and the batches still in flight.
+        Interrupted (a second signal, an error), the relay does not wait for the broker:
+        batches in flight are handed back, to be published again. If the database is
+        away, the leases bring them back."""
         try:
             self._settle_leftovers()
-            if carried:
-                self.store.release(carried)
+            if not interrupted:
+                self._drain()
+            while self._in_flight:
+                self.store.release(self._in_flight.popleft().publishing)
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("[%s] could not settle or hand back claimed events (%s); they "
                            "return when their lease expires", self.config.relay_id, exc)

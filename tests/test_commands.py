@@ -66,6 +66,7 @@ def test_relay_once_and_max_events() -> None:
         (["--batch-size", "many"], "'many' is not a whole number"),
         (["--poll-interval", "-1"], "'-1' must be a positive number of seconds"),
         (["--max-events", "0"], "0 is out of range (at least 1)"),
+        (["--batches-in-flight", "9"], "9 is out of range (1..8)"),
         (["--database", "nope"], "Unknown database alias 'nope'"),
         (["--once", "--until-empty"], "--once and --until-empty exclude each other"),
     ],
@@ -78,6 +79,7 @@ def test_relay_bad_flags_are_command_errors(args: list[str], message: str) -> No
 def test_help_shows_defaults() -> None:
     relay_help = help_text("outbox_relay")
     assert "EVENTFERRY['BATCH_SIZE'] = 100" in relay_help
+    assert "EVENTFERRY['BATCHES_IN_FLIGHT'] = 2" in relay_help
     assert "(default: 1.0)" in relay_help
     purge_help = help_text("outbox_purge")
     assert "(default: done)" in purge_help and "(default: 1000" in purge_help

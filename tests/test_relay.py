@@ -84,6 +84,23 @@ def test_delivers_everything_in_order_per_aggregate() -> None:
     assert set(OutboxEvent.objects.values_list("status", flat=True)) == {Status.DONE}
 
 
+@pytest.mark.parametrize(("in_flight", "batches"), [
+    (2, [{"o0", "o1"}, {"o2", "o3"}] * 3),
+    (1, [{"o0", "o1", "o2", "o3"}] * 3),
+])
+def test_a_claim_goes_out_as_the_batches_in_flight_each_keeping_its_aggregates(
+    in_flight: int, batches: list[set[str]],
+) -> None:
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"n": n}, "order", f"o{n % 4}") for n in range(12)])
+    aggregate_of = dict(OutboxEvent.objects.values_list("message_id", "aggregate_id"))
+    publisher = ScriptedPublisher()
+    stats = relay(publisher, batch_size=10, batches_in_flight=in_flight).run()
+    assert stats.published == 12
+    # Each settlement claims the successors of its own batch's aggregates.
+    assert [{aggregate_of[m] for m in call} for call in publisher.calls] == batches
+
+
 def test_refused_message_is_retried_then_dead_after_max_attempts() -> None:
     with transaction.atomic():
         publish_event("bad", {}, aggregate_type="a", aggregate_id="1")
@@ -111,7 +128,10 @@ def test_broker_outage_spends_no_attempts_and_delivery_resumes() -> None:
         publish_events([NewEvent("t", {}, "a", str(n)) for n in range(3)])
     publisher = ScriptedPublisher(outages=3)
     stats = relay(publisher).run()
-    assert stats.errors == 3 and stats.released == 9 and stats.published == 3
+    # The claim of 3 goes out as two batches (2 + 1): both refused, one back-off; then
+    # the 2 refused again and the 1 delivered; then the 2 delivered.
+    assert [len(call) for call in publisher.calls] == [2, 1, 2, 1, 1, 1]
+    assert (stats.errors, stats.released, stats.published) == (2, 5, 3)
     assert list(OutboxEvent.objects.values_list("status", "attempts").distinct()) == [
         (Status.DONE, 0)]
     assert publisher.closed

@@ -42,8 +42,10 @@ def test_killed_relays_rows_come_back_after_the_lease(tmp_path: Path) -> None:
     with transaction.atomic():
         publish_events([NewEvent("stall" if n == 0 else "t", {"n": n}, "a", str(n))
                         for n in range(10)])
+    # One batch in flight: the stall holds up the whole claim, not half of it.
     victim = start_relay(settings_for(out, claim_timeout=1.5, stall_topic="stall"),
-                         "--batch-size", "10", log=tmp_path / "victim.log")
+                         "--batch-size", "10", "--batches-in-flight", "1",
+                         log=tmp_path / "victim.log")
     wait_until(lambda: len(published(out)) == 10, what="the victim to publish its batch")
     assert OutboxEvent.objects.claimed().count() == 10  # published but never acked
     victim.send_signal(signal.SIGKILL)
@@ -146,3 +148,29 @@ def test_relay_recovers_when_its_database_connection_is_killed(tmp_path: Path) -
         relay.wait(30)
     assert relay.returncode == 0, log.read_text()
     assert "database unavailable" in log.read_text()
+
+
+def test_a_second_sigterm_exits_at_once_and_hands_back_what_is_in_flight(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "published.jsonl"
+    log = tmp_path / "relay.log"
+    with transaction.atomic():
+        publish_events([NewEvent("stall" if n == 0 else "t", {"n": n}, "a", str(n))
+                        for n in range(4)])
+    # The claim of 4 goes out as two batches; the publisher hangs on the first.
+    relay = start_relay(settings_for(out, stall_topic="stall"), "--batch-size", "4",
+                        log=log)
+    try:
+        wait_until(lambda: len(published(out)) == 2, what="the first batch to go out")
+        relay.send_signal(signal.SIGTERM)  # finish the batch in hand: it never finishes
+        time.sleep(0.5)
+        assert relay.poll() is None, log.read_text()
+        relay.send_signal(signal.SIGTERM)
+        assert relay.wait(10) == 128 + signal.SIGTERM, log.read_text()
+    finally:
+        if relay.poll() is None:
+            relay.kill()
+    # Both batches were handed back at once, unspent, rather than left to their lease.
+    assert list(OutboxEvent.objects.values_list("status", "attempts", "claimed_at")) == [
+        (Status.PENDING, 0, None)] * 4

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from ...conf import MAX_BATCH_SIZE, get_settings
+from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT, get_settings
 from ...exceptions import ConfigurationError
 from ...metrics import start_metrics_server
 from ...relay import Relay, RelayConfig
@@ -32,6 +32,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--batch-size", type=int_range(1, MAX_BATCH_SIZE), default=settings.batch_size,
             help="Events claimed per pass (default: EVENTFERRY['BATCH_SIZE'] = %(default)s).",
+        )
+        parser.add_argument(
+            "--batches-in-flight", type=int_range(1, MAX_BATCHES_IN_FLIGHT),
+            default=settings.batches_in_flight,
+            help="Batches at the broker at once: the relay settles one while the broker "
+            "confirms another (default: EVENTFERRY['BATCHES_IN_FLIGHT'] = %(default)s).",
         )
         parser.add_argument(
             "--poll-interval", type=positive_seconds, default=1.0,
@@ -69,6 +75,7 @@ class Command(BaseCommand):
                                    f"{options['metrics_port']}: {exc}") from exc
         relay = Relay(RelayConfig.from_settings(
             batch_size=options["batch_size"],
+            batches_in_flight=options["batches_in_flight"],
             poll_interval=options["poll_interval"],
             relay_id=options["relay_id"],
             once=options["once"],
