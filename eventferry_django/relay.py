@@ -55,8 +55,11 @@ logger = logging.getLogger("eventferry.relay")
 MIN_IDLE_SLEEP = 0.05
 #: Longest pause after the database or broker failed.
 MAX_ERROR_BACKOFF = 30.0
-#: How often a relay asks for a full batch even while short claims keep its limit down.
-LIMIT_REFRESH_INTERVAL = 1.0
+#: How often a relay asks for a full batch while short claims keep its limit down. Each
+#: such refresh that finds nothing more doubles the wait before the next, up to the
+#: maximum; new commits bring it back to the minimum.
+MIN_LIMIT_REFRESH_INTERVAL = 1.0
+MAX_LIMIT_REFRESH_INTERVAL = 8.0
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
@@ -169,7 +172,11 @@ class Relay:
         #: A published batch whose settlement failed, to settle before anything else.
         self._leftovers: tuple[list[ClaimedEvent], list[Failure]] | None = None
         self._limit = config.batch_size
-        self._limit_refresh_at = 0.0
+        self._refresh_interval = MIN_LIMIT_REFRESH_INTERVAL
+        self._refresh_at = 0.0
+        #: When the next claim asks for the full batch: the limit it is tested against
+        #: (the first claim finds out from nothing).
+        self._refreshing_from: int | None = 0
         self._wakeups_seen = 0
 
     # -- one pass ----------------------------------------------------------------------
@@ -325,18 +332,29 @@ class Relay:
         A claim that finds fewer claimable rows than it asks for scans every open row to
         be sure, and a backlog queued behind few aggregates makes that scan long, pass
         after pass. So after a short claim the relay asks for exactly what it found,
-        which stops the scan early. Asking for the full batch again happens when the
-        relay was idle, after new commits woke it, and at least once a second, to pick
-        up new aggregates, due retries and expired leases.
+        which stops the scan early. It asks for the full batch again when it was idle,
+        and now and then (see :data:`MIN_LIMIT_REFRESH_INTERVAL`) to pick up aggregates
+        that became claimable meanwhile: due retries, expired leases, new aggregates.
+        Those refreshes are full scans, so they grow rarer while they find nothing.
         """
         now = time.monotonic()
-        refresh = (claimed == 0 or now >= self._limit_refresh_at
-                   or self.waker.wakeups != self._wakeups_seen)
-        if refresh:
-            self._limit = self.config.batch_size
-            self._limit_refresh_at = now + LIMIT_REFRESH_INTERVAL
+        if self._refreshing_from is not None:
+            found_more = claimed > self._refreshing_from
+            self._refresh_interval = MIN_LIMIT_REFRESH_INTERVAL if found_more else min(
+                self._refresh_interval * 2, MAX_LIMIT_REFRESH_INTERVAL)
+            self._refresh_at = now + self._refresh_interval
+            self._refreshing_from = None
+        if self.waker.wakeups != self._wakeups_seen:
             self._wakeups_seen = self.waker.wakeups
-        elif 0 < claimed < asked:
+            self._refresh_interval = MIN_LIMIT_REFRESH_INTERVAL
+            self._refresh_at = min(self._refresh_at, now + MIN_LIMIT_REFRESH_INTERVAL)
+        if claimed == 0:
+            self._limit = self.config.batch_size
+            self._refreshing_from = 0
+        elif now >= self._refresh_at:
+            self._refreshing_from = min(claimed, self._limit)
+            self._limit = self.config.batch_size
+        elif claimed < asked:
             self._limit = claimed
 
     def _publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:

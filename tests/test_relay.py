@@ -249,3 +249,34 @@ def test_stop_finishes_the_batch_in_hand() -> None:
     assert OutboxEvent.objects.done().count() == 5
     assert OutboxEvent.objects.pending().count() == 15
     assert connection.vendor  # the database is still usable afterwards
+
+
+def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitless(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eventferry_django import relay as relay_module
+
+    now = [1000.0]
+    monkeypatch.setattr(relay_module.time, "monotonic", lambda: now[0])
+    r = relay(batch_size=500)
+    r._adapt_limit(500, 100)  # a short claim: ask for what it found
+    assert r._limit == 100
+    intervals = []
+    for _ in range(5):
+        now[0] += 60
+        r._adapt_limit(100, 100)  # due: the next claim asks for the full batch
+        assert r._limit == 500
+        r._adapt_limit(500, 100)  # ... and finds nothing more
+        assert r._limit == 100
+        intervals.append(r._refresh_at - now[0])
+    assert intervals == [2.0, 4.0, 8.0, 8.0, 8.0]
+    now[0] += 60
+    r._adapt_limit(100, 100)
+    r._adapt_limit(500, 300)  # a refresh that finds more: back to the shortest wait
+    assert (r._limit, r._refresh_at - now[0]) == (300, 1.0)
+    r.waker.wake()  # new commits also bring the next refresh within the shortest wait
+    r._refresh_interval = 8.0
+    r._adapt_limit(300, 300)
+    assert r._refresh_interval == 1.0
+    r._adapt_limit(300, 0)  # nothing found: ask for the full batch next time
+    assert r._limit == 500
