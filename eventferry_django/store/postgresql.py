@@ -100,9 +100,13 @@ class PostgresqlDialect(Dialect):
         return [*values, self.name.notify_channel]
 
     def select_column(self, column: str) -> str:
-        if column in JSON_COLUMNS:
+        # The lease comes back as text (it only ever returns to the database): Django's
+        # timezone-aware loader costs more per row than the rest of the claim's output.
+        if column in JSON_COLUMNS or column == "claimed_at":
             return f"o.{self.quote(column)}::text"
         return super().select_column(column)
+
+    timestamp_placeholder = "%s::timestamptz"
 
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
