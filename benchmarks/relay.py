@@ -7,6 +7,10 @@ Figures:
 - drain: events/s one relay drains from 20,000 pending events over 100 aggregates;
 - raw baseline: psycopg ``SKIP LOCKED`` claim of 500, pika persistent messages with
   publisher confirms once per batch, one ``UPDATE ... = ANY`` ack; no ordering rules;
+  the drains run ``--repeat`` times, alternating, and the table shows medians;
+- CPU per event of the 100-aggregate drain and of the raw baseline, split between the
+  PostgreSQL backend, RabbitMQ and this process (read from /proc; Linux, services on
+  this machine);
 - commit-to-broker latency p50/p99 with an idle relay in another process (woken by NOTIFY);
 - publish_event() against a plain ORM insert of a comparable row, each in its own
   transaction.
@@ -92,6 +96,54 @@ def vacuum() -> None:
         cursor.execute(f"VACUUM ANALYZE {OutboxEvent._meta.db_table}")
 
 
+# -- CPU accounting ------------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process on this machine, or NaN where /proc cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid() -> int:
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "beam.smp":
+                return int(entry.name)
+        except OSError:
+            continue
+    return -1
+
+
+class CpuMeter:
+    """CPU spent by a database backend, the broker and this process over a block."""
+
+    def __init__(self, backend_pid: int) -> None:
+        self.pids = {"database": backend_pid, "broker": broker_pid()}
+        self.spent: dict[str, float] = {}
+
+    def __enter__(self) -> CpuMeter:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._process = time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.spent = {name: cpu_seconds(pid) - self._start[name]
+                      for name, pid in self.pids.items()}
+        self.spent["relay process"] = time.process_time() - self._process
+
+    def per_event(self, events: int) -> str:
+        return " / ".join(f"{seconds / events * 1e6:,.0f}" for seconds in self.spent.values())
+
+
+CPU_SPLIT = "database / broker / relay process, us"
+
+
+def backend_pid(conn: Any) -> int:
+    return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+
+
 # -- the relay ---------------------------------------------------------------------------
 def seed(events: int, aggregates: int) -> None:
     OutboxEvent.objects.all().delete()
@@ -103,16 +155,20 @@ def seed(events: int, aggregates: int) -> None:
     vacuum()
 
 
-def bench_relay(events: int, aggregates: int) -> float:
+def bench_relay(events: int, aggregates: int) -> tuple[float, CpuMeter]:
     seed(events, aggregates)
     reset_queue()
     relay = Relay(RelayConfig.from_settings(batch_size=500, until_empty=True))
-    started = time.perf_counter()
-    stats = relay.run()
-    elapsed = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        meter = CpuMeter(cursor.fetchone()[0])
+    with meter:
+        started = time.perf_counter()
+        stats = relay.run()
+        elapsed = time.perf_counter() - started
     assert stats.published == events, stats
     assert queue_depth() == events, "the broker did not get every event"
-    return events / elapsed
+    return events / elapsed, meter
 
 
 # -- the raw baseline ---------------------------------------------------------------------
@@ -150,7 +206,7 @@ class BatchConfirmer:
             self.connection.process_data_events(time_limit=0.01)
 
 
-def bench_raw(events: int) -> float:
+def bench_raw(events: int) -> tuple[float, CpuMeter]:
     dsn = connection.get_connection_params()
     with psycopg.connect(host=dsn["host"], port=dsn["port"], user=dsn["user"],
                          dbname=dsn["dbname"], autocommit=True) as conn:
@@ -163,6 +219,7 @@ def bench_raw(events: int) -> float:
                 copy.write_row((str(uuid.uuid4()), body))
         reset_queue()
         confirmer = BatchConfirmer()
+        meter = CpuMeter(backend_pid(conn)).__enter__()
         started = time.perf_counter()
         drained = 0
         while True:
@@ -178,10 +235,11 @@ def bench_raw(events: int) -> float:
                          [[r[0] for r in rows]])
             drained += len(rows)
         elapsed = time.perf_counter() - started
+        meter.__exit__()
         confirmer.connection.close()
         conn.execute("DROP TABLE raw_outbox")
     assert drained == events and queue_depth() == events
-    return events / elapsed
+    return events / elapsed, meter
 
 
 # -- latency with an idle relay in another process ----------------------------------------
@@ -262,12 +320,19 @@ def bench_publish_cost(transactions: int, sync: str) -> tuple[float, float]:
     return statistics.median(outbox) / per * 1e6, statistics.median(plain) / per * 1e6
 
 
+def median_run(runs: list[tuple[float, CpuMeter]]) -> tuple[float, CpuMeter]:
+    """The run with the median rate (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--aggregates", type=int, default=100)
     parser.add_argument("--latency-samples", type=int, default=300)
     parser.add_argument("--publish-transactions", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="drains of each kind, alternating; the table shows medians")
     args = parser.parse_args()
 
     # A fresh outbox table each run, so its DDL is this version's.
@@ -276,11 +341,17 @@ def main() -> None:
     PlainEvent.objects.all().delete()
     sync = synchronous_commit()
     print(f"PostgreSQL {connection.pg_version}, RabbitMQ at {settings.AMQP_URL}, "
-          f"{os.cpu_count()} cores; {args.events:,} events over {args.aggregates} aggregates")
+          f"{os.cpu_count()} cores; {args.events:,} events over {args.aggregates} aggregates; "
+          f"drains: medians of {args.repeat} runs")
 
-    relay_rate = bench_relay(args.events, args.aggregates)
-    unordered_rate = bench_relay(args.events, args.events)
-    raw_rate = bench_raw(args.events)
+    relay_runs, unordered_runs, raw_runs = [], [], []
+    for _ in range(args.repeat):
+        relay_runs.append(bench_relay(args.events, args.aggregates))
+        unordered_runs.append(bench_relay(args.events, args.events))
+        raw_runs.append(bench_raw(args.events))
+    relay_rate, relay_cpu = median_run(relay_runs)
+    unordered_rate, _ = median_run(unordered_runs)
+    raw_rate, raw_cpu = median_run(raw_runs)
     p50, p99 = bench_latency(args.latency_samples)
     durable = bench_publish_cost(args.publish_transactions, "on")
     fast = bench_publish_cost(args.publish_transactions, "off")
@@ -296,6 +367,10 @@ def main() -> None:
         (f"relay / raw, {args.aggregates} aggregates", f"{relay_rate / raw_rate:.0%}", sync,
          ">= 70%"),
         (f"relay / raw, {args.events:,} aggregates", f"{unordered_rate / raw_rate:.0%}", sync,
+         ""),
+        (f"CPU per event, relay, {args.aggregates} aggregates ({CPU_SPLIT})",
+         relay_cpu.per_event(args.events), sync, ""),
+        (f"CPU per event, raw baseline ({CPU_SPLIT})", raw_cpu.per_event(args.events), sync,
          ""),
         ("commit-to-broker latency p50", f"{p50:.1f} ms", sync, "<= 5 ms"),
         ("commit-to-broker latency p99", f"{p99:.1f} ms", sync, "<= 50 ms"),
