@@ -464,6 +464,7 @@ def ack_waiting_for_x(amqp_url: str, queue: TopicQueue, relays: Relays, proxy: T
     settings = relay_settings(proxied_url(amqp_url, proxy), queue.exchange,
                               connect_timeout=1, publish_timeout=20)
     settings["CLAIM_TIMEOUT"] = 5  # long enough for the staging, short for the test
+    settings["BATCHES_IN_FLIGHT"] = 1  # W and X in one batch, so in one ack
     relays.start(settings, "relay", "--poll-interval", "0.2")
     warm = publish([NewEvent("order.warm", {}, "order", "warm")])
     wait_until(all_settled, timeout=30, what="the relay to connect", relays=relays)
