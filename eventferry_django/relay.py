@@ -60,6 +60,8 @@ MAX_ERROR_BACKOFF = 30.0
 #: maximum; new commits bring it back to the minimum.
 MIN_LIMIT_REFRESH_INTERVAL = 1.0
 MAX_LIMIT_REFRESH_INTERVAL = 8.0
+#: How long a relay that is told to exit at once waits for its publishing thread.
+SENDER_EXIT_WAIT = 1.0
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
@@ -122,10 +124,6 @@ class RelayConfig:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
-
-
-#: How long a relay that is told to exit at once waits for its publishing thread.
-SENDER_EXIT_WAIT = 1.0
 
 
 @dataclass
@@ -447,7 +445,10 @@ class Relay:
             if not interrupted:
                 self._drain()
             while self._in_flight:
-                self.store.release(self._in_flight.popleft().publishing)
+                batch = self._in_flight.popleft()
+                if batch.results is not None:
+                    batch.results.cancel()  # not published yet: it never will be now
+                self.store.release(batch.publishing)
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("[%s] could not settle or hand back claimed events (%s); they "
                            "return when their lease expires", self.config.relay_id, exc)

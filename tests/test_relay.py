@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -280,3 +281,35 @@ def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitl
     assert r._refresh_interval == 1.0
     r._adapt_limit(300, 0)  # nothing found: ask for the full batch next time
     assert r._limit == 500
+
+
+def test_interrupted_it_hands_back_what_is_in_flight_and_sends_nothing_more() -> None:
+    release = threading.Event()
+
+    class Stuck(ScriptedPublisher):
+        def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+            self.calls.append([m.message_id for m in messages])
+            release.wait(10)  # a broker that does not answer
+            return [PublishResult.ok() for _ in messages]
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", str(n)) for n in range(4)])
+    publisher = Stuck()
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # a second SIGTERM, as far as run() knows
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            relay(publisher, until_empty=False).run()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        release.set()
+    time.sleep(0.3)  # time enough for a batch wrongly left queued to go out
+    # The first batch was out; the second, still queued, was never sent; both came back.
+    assert [len(call) for call in publisher.calls] == [2]
+    assert list(OutboxEvent.objects.values_list("status", "attempts").distinct()) == [
+        (Status.PENDING, 0)]
+    assert not publisher.closed  # the publishing thread still had it
