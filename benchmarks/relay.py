@@ -159,9 +159,8 @@ def bench_relay(events: int, aggregates: int) -> tuple[float, CpuMeter]:
     seed(events, aggregates)
     reset_queue()
     relay = Relay(RelayConfig.from_settings(batch_size=500, until_empty=True))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        meter = CpuMeter(cursor.fetchone()[0])
+    connection.ensure_connection()
+    meter = CpuMeter(backend_pid(connection.connection))
     with meter:
         started = time.perf_counter()
         stats = relay.run()
@@ -219,23 +218,23 @@ def bench_raw(events: int) -> tuple[float, CpuMeter]:
                 copy.write_row((str(uuid.uuid4()), body))
         reset_queue()
         confirmer = BatchConfirmer()
-        meter = CpuMeter(backend_pid(conn)).__enter__()
-        started = time.perf_counter()
-        drained = 0
-        while True:
-            rows = conn.execute(
-                "UPDATE raw_outbox SET status = 1 WHERE id IN (SELECT id FROM raw_outbox "
-                "WHERE status = 0 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED) "
-                "RETURNING id, message_id, payload::text"
-            ).fetchall()
-            if not rows:
-                break
-            confirmer.publish([(m, p) for _, m, p in rows])
-            conn.execute("UPDATE raw_outbox SET status = 2 WHERE id = ANY(%s)",
-                         [[r[0] for r in rows]])
-            drained += len(rows)
-        elapsed = time.perf_counter() - started
-        meter.__exit__()
+        meter = CpuMeter(backend_pid(conn))
+        with meter:
+            started = time.perf_counter()
+            drained = 0
+            while True:
+                rows = conn.execute(
+                    "UPDATE raw_outbox SET status = 1 WHERE id IN (SELECT id FROM raw_outbox "
+                    "WHERE status = 0 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED) "
+                    "RETURNING id, message_id, payload::text"
+                ).fetchall()
+                if not rows:
+                    break
+                confirmer.publish([(m, p) for _, m, p in rows])
+                conn.execute("UPDATE raw_outbox SET status = 2 WHERE id = ANY(%s)",
+                             [[r[0] for r in rows]])
+                drained += len(rows)
+            elapsed = time.perf_counter() - started
         confirmer.connection.close()
         conn.execute("DROP TABLE raw_outbox")
     assert drained == events and queue_depth() == events
