@@ -11,7 +11,11 @@ from amqp.basic_message import Message
 from amqp.method_framing import frame_writer
 from amqp.serialization import dumps
 
-from eventferry_django.publishers.amqp_frames import EncodingError, PublishFrames
+from eventferry_django.publishers.amqp_frames import (
+    METHOD_CACHE_SIZE,
+    EncodingError,
+    PublishFrames,
+)
 
 FRAME_MAX = 4096
 CHANNEL = 7
@@ -74,3 +78,11 @@ def test_what_cannot_be_encoded_is_refused_by_name(
     frames = PublishFrames(CHANNEL, FRAME_MAX, "orders", "application/json", "utf-8")
     with pytest.raises(EncodingError, match=problem):
         frames.message(routing_key, b"{}", message_id, headers)
+
+
+def test_the_method_frame_cache_stays_bounded_with_per_aggregate_keys() -> None:
+    frames = PublishFrames(CHANNEL, FRAME_MAX, "orders", "application/json", "utf-8")
+    for n in range(3 * METHOD_CACHE_SIZE):
+        frames.method(f"order.{n}")
+    assert len(frames._methods) <= METHOD_CACHE_SIZE
+    assert frames.method("order.0") == frames.method("order.0")

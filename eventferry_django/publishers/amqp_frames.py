@@ -34,6 +34,10 @@ DELIVERY_MODE = 1 << 12
 MESSAGE_ID = 1 << 7
 PROPERTY_FLAGS = CONTENT_TYPE | CONTENT_ENCODING | HEADERS | DELIVERY_MODE | MESSAGE_ID
 
+#: Method frames kept for reuse. A routing key may embed an aggregate id, so the set of
+#: keys is not bounded; past this many the cache starts over.
+METHOD_CACHE_SIZE = 1024
+
 PERSISTENT = 2
 MANDATORY = 1  # first bit of the publish method's bit octet; "immediate" stays 0
 
@@ -71,9 +75,11 @@ class PublishFrames:
         return _frame_head.pack(kind, self.channel_id, len(payload)) + payload + FRAME_END
 
     def method(self, routing_key: str) -> bytes:
-        """The method frame; one per routing key, made once."""
+        """The method frame; one per routing key, made once while the cache holds it."""
         frame = self._methods.get(routing_key)
         if frame is None:
+            if len(self._methods) >= METHOD_CACHE_SIZE:
+                self._methods.clear()
             frame = self.frame(FRAME_METHOD, (
                 _method_head.pack(BASIC_CLASS, BASIC_PUBLISH, 0)  # 0: reserved ticket
                 + self.exchange + shortstr(routing_key, "routing key") + bytes((MANDATORY,))
