@@ -17,19 +17,32 @@ from .models import OutboxEvent, OutboxEventQuerySet, Status
 from .signals import events_redriven
 from .store.outbox import OutboxStore
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+DURATION_PATTERN = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: The longest duration accepted. Any cutoff that far back lies before the first outbox
+#: row, and every vendor can still bind it (MySQL's DATETIME starts at the year 1000).
+MAX_DURATION_DAYS = 36_500
+_MAX_DURATION_SECONDS = MAX_DURATION_DAYS * _UNIT_SECONDS["d"]
 
 
 def parse_duration(text: str) -> dt.timedelta:
-    """``0s``, ``90m``, ``12h``, ``30d``, ``2w`` as a timedelta."""
-    match = _DURATION.match(text or "")
+    """``0s``, ``90m``, ``12h``, ``30d``, ``2w`` as a timedelta, at most
+    :data:`MAX_DURATION_DAYS`."""
+    match = DURATION_PATTERN.match(text or "")
     if not match:
         raise EventferryError(
             f"{text!r} is not a duration; use a whole number and a unit: "
             "s, m, h, d or w (e.g. 30s, 90m, 12h, 7d)."
         )
-    return dt.timedelta(seconds=int(match[1]) * _UNIT_SECONDS[match[2]])
+    digits, unit = match[1].lstrip("0") or "0", match[2]
+    # A dozen digits are past the limit in any unit; int() of thousands would be slow.
+    seconds = int(digits) * _UNIT_SECONDS[unit] if len(digits) <= 12 else None
+    if seconds is None or seconds > _MAX_DURATION_SECONDS:
+        raise EventferryError(
+            f"{text!r} is longer than the largest duration accepted, {MAX_DURATION_DAYS}d "
+            f"({MAX_DURATION_DAYS // 365} years)."
+        )
+    return dt.timedelta(seconds=seconds)
 
 
 PURGE_STATUSES: dict[str, tuple[Status, ...]] = {

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
@@ -117,6 +118,11 @@ def test_purge_batches_and_soft_cap() -> None:
         (["--older-than", "1d", "--status", "pending"], "invalid choice: 'pending'"),
         (["--older-than", "1d", "--batch-size", "0"], "0 is out of range"),
         (["--older-than", "1d", "--database", "x"], "Unknown database alias 'x'"),
+        (["--older-than", "99999999999d"],
+         r"'99999999999d' is longer than the largest duration accepted, 36500d \(100 years\)"),
+        (["--older-than", "1000000d"], r"'1000000d' is longer than the largest duration"),
+        (["--older-than", "5215w"], r"'5215w' is longer than the largest duration"),
+        (["--older-than", "9" * 5000 + "s"], r"is longer than the largest duration accepted"),
     ],
 )
 def test_purge_bad_flags_are_command_errors(args: list[str], message: str) -> None:
@@ -164,6 +170,7 @@ def test_redrive_by_id_aggregate_and_time() -> None:
         (["--id", "x"], "'x' is not a whole number"),
         (["--since", "yesterday"], "'yesterday' is neither an ISO 8601 date-time"),
         (["--since", "1h", "--until", "2h"], "--since must be earlier than --until"),
+        (["--since", "1000000d"], r"'1000000d' is longer than the largest duration accepted"),
     ],
 )
 @pytest.mark.django_db
@@ -191,3 +198,26 @@ def test_outbox_sql_for_a_dba() -> None:
         "DROP TABLE IF EXISTS [dbo].[outbox];")
     with pytest.raises(CommandError, match="invalid choice: 'oracle'"):
         run("outbox_sql", "--vendor", "oracle")
+
+
+def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:
+    """As the settings check does (eventferry.E014): SQLite has no schemas."""
+    with pytest.raises(CommandError, match=r"SQLite has no schemas: --schema 'X' cannot be used"):
+        run("outbox_sql", "--vendor", "sqlite", "--schema", "X")
+    with override_settings(EVENTFERRY={"SCHEMA": "messaging"}), pytest.raises(
+        CommandError, match=r"SQLite has no schemas: EVENTFERRY\['SCHEMA'\] 'messaging' cannot"
+    ):
+        run("outbox_sql", "--vendor", "sqlite")
+    assert '"outbox"' in run("outbox_sql", "--vendor", "sqlite")
+    assert "[messaging].[outbox]" in run("outbox_sql", "--vendor", "microsoft", "--schema",
+                                         "messaging")
+
+
+@pytest.mark.django_db
+def test_the_largest_duration_is_accepted() -> None:
+    assert "Would delete 0 done row(s)" in run("outbox_purge", "--older-than", "36500d",
+                                               "--dry-run")
+    assert "Would delete 0 done row(s)" in run("outbox_purge", "--older-than", "5214w",
+                                               "--dry-run")
+    assert "Would redrive 0 event(s)." in run("outbox_redrive", "--since", "876000h",
+                                              "--dry-run")

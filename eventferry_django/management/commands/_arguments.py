@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from ...conf import get_settings
 from ...exceptions import EventferryError
-from ...operations import parse_duration
+from ...operations import DURATION_PATTERN, parse_duration
 
 
 def add_database_argument(parser: CommandParser) -> None:
@@ -63,10 +63,8 @@ def duration(text: str) -> dt.timedelta:
 
 def moment(text: str) -> dt.datetime:
     """An ISO 8601 date-time (UTC when it has no offset), or a duration ago (``2h``)."""
-    try:
-        return timezone.now() - parse_duration(text)
-    except EventferryError:
-        pass
+    if DURATION_PATTERN.match(text):
+        return timezone.now() - duration(text)
     parsed = parse_datetime(text)
     if parsed is None:
         raise argparse.ArgumentTypeError(
