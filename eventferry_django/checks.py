@@ -11,6 +11,7 @@ from django.db import connections
 from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, EventferrySettings, parse
+from .naming import has_schemas
 from .publishers.base import Publisher
 from .store import VENDORS
 
@@ -68,7 +69,7 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
             hint="Choose a shorter table name; index and constraint names embed it.",
             id="eventferry.E013",
         ))
-    if vendor == "sqlite" and parsed.schema is not None:
+    if parsed.schema is not None and not has_schemas(vendor):
         messages.append(Error(
             f"{SETTING_NAME}['SCHEMA'] is {parsed.schema!r}, but SQLite has no schemas.",
             hint="Leave SCHEMA unset on SQLite.",

@@ -35,6 +35,11 @@ QUOTES: dict[str, tuple[str, str]] = {
 DEFAULT_SCHEMA: dict[str, str | None] = {"microsoft": "dbo"}
 
 
+def has_schemas(vendor: str) -> bool:
+    """Whether ``vendor`` can qualify a table with a schema (SQLite cannot)."""
+    return vendor != "sqlite"
+
+
 def validate_identifier(value: object, what: str) -> str:
     """Return ``value`` if it is a safe SQL identifier, else raise ``ConfigurationError``."""
     if not isinstance(value, str) or not IDENTIFIER_PATTERN.match(value):

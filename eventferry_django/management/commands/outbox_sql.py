@@ -10,6 +10,7 @@ from django.db import connections
 from ...conf import get_settings
 from ...ddl import outbox_dialect
 from ...exceptions import EventferryError
+from ...naming import has_schemas
 from ...store import VENDORS
 
 
@@ -41,6 +42,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         vendor = options["vendor"] or self._vendor_of(options["database"])
+        schema = options["schema"] if options["schema"] is not None else get_settings().schema
+        if schema is not None and not has_schemas(vendor):
+            given = (f"--schema {schema!r}" if options["schema"] is not None
+                     else f"EVENTFERRY['SCHEMA'] {schema!r}")
+            raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
+                               "(the settings check says the same: eventferry.E014).")
         try:
             dialect = outbox_dialect(
                 vendor, schema=options["schema"], table=options["table"],
