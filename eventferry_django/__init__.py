@@ -1,23 +1,29 @@
 """eventferry-django: the transactional outbox for Django.
 
-``publish_event`` and ``publish_events`` are imported lazily so that importing the
-package (say, from settings) does not load models before Django is set up.
+``publish_event``, ``publish_events``, ``NewEvent`` and ``RawJSON`` are imported lazily
+so that importing the package (say, from settings) does not load models before Django is
+set up.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .publishing import NewEvent, publish_event, publish_events
+    from .serialization import RawJSON
 
-__all__ = ["NewEvent", "publish_event", "publish_events"]
+__all__ = ["NewEvent", "RawJSON", "publish_event", "publish_events"]
 __version__ = "0.1.0.dev0"
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import publishing
+#: Where each public name lives.
+_MODULES = {"NewEvent": "publishing", "publish_event": "publishing",
+            "publish_events": "publishing", "RawJSON": "serialization"}
 
-        return getattr(publishing, name)
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

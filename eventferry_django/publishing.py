@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import EventferrySettings, get_settings
 from .exceptions import InvalidEvent, NotInTransaction
 from .models import OutboxEvent
 from .naming import TableName
-from .serialization import encode_json
+from .serialization import encode_json, encode_payload, unstorable_text
 from .signals import events_committed
 from .store import Dialect, dialect_for
 from .store.base import INSERT_COLUMNS
@@ -82,8 +83,10 @@ def publish_events(
         )
     event_list = list(events)
     prefixes = [f"events[{i}]." if len(event_list) > 1 else "" for i in range(len(event_list))]
-    rows = [_row(_as_new_event(e, prefix), prefix, settings)
-            for e, prefix in zip(event_list, prefixes, strict=True)]
+    new_events = [_as_new_event(e, prefix)
+                  for e, prefix in zip(event_list, prefixes, strict=True)]
+    rows = [_row(event, prefix, settings)
+            for event, prefix in zip(new_events, prefixes, strict=True)]
     if not rows:
         return []
     message_ids = [row[0] for row in rows]
@@ -92,6 +95,23 @@ def publish_events(
         raise InvalidEvent(f"message_id {duplicate!r} is given to more than one event.")
 
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
+    chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
+              if event.message_id is not None}
+    if chosen:
+        _insert_chosen_ids(connection, dialect, rows, chosen)
+    else:
+        _insert(connection, dialect, rows)
+
+    transaction.on_commit(
+        partial(events_committed.send, sender=OutboxEvent, message_ids=message_ids,
+                topics=[row[1] for row in rows], using=alias),
+        using=alias,
+    )
+    return message_ids
+
+
+def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]]
+            ) -> None:
     per_statement = max(1, connection.ops.bulk_batch_size(list(INSERT_COLUMNS), rows))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
@@ -101,12 +121,34 @@ def publish_events(
                 dialect.insert_params([value for row in chunk for value in row]),
             )
 
-    transaction.on_commit(
-        partial(events_committed.send, sender=OutboxEvent, message_ids=message_ids,
-                topics=[row[1] for row in rows], using=alias),
-        using=alias,
-    )
-    return message_ids
+
+def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
+                       rows: list[tuple[Any, ...]], chosen: dict[str, str]) -> None:
+    """Insert events some of whose message ids the caller chose, so may be taken.
+
+    The INSERT runs in a savepoint: a duplicate undoes only the INSERT, and the caller's
+    transaction stays usable even on PostgreSQL, which otherwise refuses every later
+    statement. Which ids are taken is then read back, so no vendor's or driver's error
+    text is parsed. Generated (uuid4) ids never collide and never pay for the savepoint.
+    """
+    try:
+        with transaction.atomic(using=connection.alias):
+            _insert(connection, dialect, rows)
+    except IntegrityError as exc:
+        ids = list(chosen)
+        per_query = max(1, connection.ops.bulk_batch_size(["message_id"], ids))
+        with connection.cursor() as cursor:
+            taken = [message_id for start in range(0, len(ids), per_query)
+                     for message_id in dialect.stored_message_ids(
+                         cursor, ids[start:start + per_query])]
+        if not taken:
+            raise
+        first = min(taken, key=ids.index)
+        others = f" (and {len(taken) - 1} more of this batch)" if len(taken) > 1 else ""
+        raise InvalidEvent(
+            f"{chosen[first]}message_id {first!r} is already in the outbox{others}; "
+            "nothing of this call was written."
+        ) from exc
 
 
 @lru_cache(maxsize=16)
@@ -133,7 +175,7 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
     aggregate_id = event.aggregate_id
     if isinstance(aggregate_id, int | uuid.UUID) and not isinstance(aggregate_id, bool):
         aggregate_id = str(aggregate_id)
-    payload = encode_json(event.payload, f"{prefix}payload")
+    payload = encode_payload(event.payload, f"{prefix}payload")
     limit = settings.max_payload_bytes
     # A character is at most 4 UTF-8 bytes: only count bytes when it could matter.
     if len(payload) * 4 > limit and (size := len(payload.encode("utf-8"))) > limit:
@@ -165,6 +207,8 @@ def _text(value: Any, field: str) -> str:
     limit = TEXT_LIMITS[field.rsplit(".", 1)[-1]]
     if not isinstance(value, str) or not value.strip():
         raise InvalidEvent(f"{field}: must be a non-empty string, got {value!r}.")
+    if reason := unstorable_text(value):
+        raise InvalidEvent(f"{field}: {reason}")
     # NVARCHAR(n) counts UTF-16 code units: a character outside the BMP takes two.
     if len(value) > limit or (not value.isascii() and len(value.encode("utf-16-le")) > 2 * limit):
         raise InvalidEvent(

@@ -143,6 +143,7 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "release": lambda c: dialect.release(c, [6, 7], lease),
         "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.insert_sql(2), []),
+        "stored_message_ids": lambda c: dialect.stored_message_ids(c, ["m-1", "m-2"]),
     }
     rendered = {}
     for name, call in calls.items():
@@ -167,7 +168,8 @@ def test_tsql_dml_matches_golden() -> None:
     assert_golden("microsoft_dml.sql", text)
 
 
-@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "purge", "insert"])
+@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "purge", "insert",
+                                       "stored_message_ids"])
 def test_every_tsql_dml_statement_parses(operation: str) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     sql, params = tsql_operations(dialect)[operation]

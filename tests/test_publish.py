@@ -7,11 +7,11 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import override_settings
 
-from eventferry_django import NewEvent, publish_event, publish_events
+from eventferry_django import NewEvent, RawJSON, publish_event, publish_events
 from eventferry_django.conf import get_settings
 from eventferry_django.exceptions import InvalidEvent, NotInTransaction
 from eventferry_django.models import OutboxEvent, Status
@@ -193,6 +193,35 @@ def test_publish_events_writes_all_in_order_and_large_batches_split() -> None:
         ({"headers": ["a"]}, r"^headers: must be a dict with string keys or None"),
         ({"headers": {1: "a"}}, r"^headers: must be a dict with string keys or None"),
         ({"headers": {"a": float("nan")}}, r"^headers\.a: nan is not valid JSON"),
+        # Django's encoder writes a Decimal as its str(): "Infinity", "NaN".
+        ({"payload": {"total": Decimal("Infinity")}},
+         r"^payload\.total: Decimal\('Infinity'\) is not valid JSON \(NaN and Infinity"),
+        ({"payload": [Decimal("-Infinity")]}, r"^payload\[0\]: Decimal\('-Infinity'\) is not"),
+        ({"payload": {"p": Decimal("NaN")}}, r"^payload\.p: Decimal\('NaN'\) is not valid JSON"),
+        ({"payload": {"p": Decimal("sNaN")}}, r"^payload\.p: Decimal\('sNaN'\) is not valid"),
+        ({"headers": {"h": Decimal("NaN")}}, r"^headers\.h: Decimal\('NaN'\) is not valid"),
+        # NUL characters: PostgreSQL cannot store one in text or jsonb, so none may.
+        ({"topic": "order\x00created"}, r"^topic: contains a NUL character \(U\+0000\) at index 5"),
+        ({"aggregate_type": "\x00"}, r"^aggregate_type: contains a NUL character"),
+        ({"aggregate_id": "a\x00"}, r"^aggregate_id: contains a NUL character \(U\+0000\) at index 1"),
+        ({"partition_key": "p\x00"}, r"^partition_key: contains a NUL character"),
+        ({"message_id": "m\x00"}, r"^message_id: contains a NUL character"),
+        ({"payload": {"items": [{"name": "a\x00b"}]}},
+         r"^payload\.items\[0\]\.name: contains a NUL character \(U\+0000\) at index 1"),
+        ({"payload": {"k\x00": 1}}, r"^payload: key 'k\\x00' contains a NUL character"),
+        ({"payload": "\x00"}, r"^payload: contains a NUL character"),
+        ({"headers": {"x-note": "\x00"}}, r"^headers\.x-note: contains a NUL character"),
+        # Lone surrogates: valid in a Python str, not in UTF-8 text.
+        ({"topic": "t\ud800"}, r"^topic: contains a lone surrogate \(U\+D800\) at index 1"),
+        ({"aggregate_id": "\udfff"}, r"^aggregate_id: contains a lone surrogate \(U\+DFFF\)"),
+        ({"message_id": "m\udc80"}, r"^message_id: contains a lone surrogate"),
+        ({"payload": {"name": "é\ud83d"}},
+         r"^payload\.name: contains a lone surrogate \(U\+D83D\) at index 1"),
+        ({"payload": {"\ud800": 1}}, r"^payload: key '\\ud800' contains a lone surrogate"),
+        ({"headers": {"h": ["ok", "\udc00"]}}, r"^headers\.h\[1\]: contains a lone surrogate"),
+        # JSON text where a value was meant: it would reach consumers as a string.
+        ({"payload": '{"a": 1}'}, r"^payload: is a str holding a JSON object"),
+        ({"payload": " [1, 2]\n"}, r"^payload: is a str holding a JSON array"),
     ],
 )
 def test_bad_input_names_the_field_and_writes_nothing(
@@ -236,12 +265,56 @@ def test_one_bad_event_in_a_batch_writes_none() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_duplicate_message_id_is_refused_by_the_database() -> None:
+def test_duplicate_message_id_is_invalid_and_the_transaction_stays_usable() -> None:
     with transaction.atomic():
         publish_event("t", {}, aggregate_type="a", aggregate_id="1", message_id="same")
-    with pytest.raises(IntegrityError), transaction.atomic():
-        publish_event("t", {}, aggregate_type="a", aggregate_id="1", message_id="same")
-    assert OutboxEvent.objects.count() == 1
+    with transaction.atomic():
+        Order.objects.create(reference="D-1", total=Decimal("1.00"))
+        with pytest.raises(InvalidEvent, match=r"^message_id 'same' is already in the outbox"):
+            publish_event("t", {}, aggregate_type="a", aggregate_id="2", message_id="same")
+        # Only the INSERT was undone: the order stands and more can be written.
+        publish_event("t", {}, aggregate_type="a", aggregate_id="3", message_id="other")
+        with pytest.raises(InvalidEvent, match=r"^events\[1\]\.message_id 'same' is already"):
+            publish_events([NewEvent("t", {}, "a", "4", message_id="new"),
+                            NewEvent("t", {}, "a", "5", message_id="same")])
+    assert Order.objects.filter(reference="D-1").exists()
+    assert sorted(OutboxEvent.objects.values_list("message_id", flat=True)) == ["other", "same"]
+
+
+@pytest.mark.django_db
+def test_json_text_payload_is_refused_and_raw_json_is_stored_as_given() -> None:
+    # A str that merely looks like JSON, or holds a JSON string or number, is a string.
+    for text in ("hello", "{not json", '"quoted"', "42"):
+        message_id = publish_event("t", text, aggregate_type="a", aggregate_id=text)
+        assert OutboxEvent.objects.get(message_id=message_id).payload_data == text
+    message_id = publish_event("t", RawJSON('{"a": [1, 2.5, null]}'), aggregate_type="a",
+                               aggregate_id="raw")
+    event = OutboxEvent.objects.get(message_id=message_id)
+    assert event.payload_data == {"a": [1, 2.5, None]}
+    assert event.payload == '{"a": [1, 2.5, null]}'  # the caller's text, not re-encoded
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{bad", r"^payload: RawJSON is not valid JSON text \(Expecting property name"),
+        ('{"a": NaN}', r"^payload: RawJSON is not valid JSON text \(NaN is not valid JSON"),
+        ("[Infinity]", r"^payload: RawJSON is not valid JSON text \(Infinity is not valid"),
+        ('{"a": "\\u0000"}', r"^payload\.a: contains a NUL character"),
+        ('["\\ud800"]', r"^payload\[0\]: contains a lone surrogate"),
+        ("", r"^payload: RawJSON is not valid JSON text"),
+    ],
+)
+def test_bad_raw_json_names_the_problem(text: str, message: str) -> None:
+    with pytest.raises(InvalidEvent, match=message):
+        publish_event("t", RawJSON(text), aggregate_type="a", aggregate_id="1")
+    assert not OutboxEvent.objects.exists()
+
+
+def test_raw_json_wants_text() -> None:
+    with pytest.raises(TypeError, match=r"RawJSON takes JSON text \(a str\), not bytes"):
+        RawJSON(b"{}")  # type: ignore[arg-type]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -257,6 +257,16 @@ class Dialect:
         """The parameters of :meth:`insert_sql`: the rows' values, flattened."""
         return values
 
+    def stored_message_ids(self, cursor: Any, message_ids: Sequence[str]) -> list[str]:
+        """Which of ``message_ids`` the table holds already (a unique index seek each)."""
+        q = self.quote
+        cursor.execute(
+            f"SELECT {q('message_id')} FROM {self.table} "
+            f"WHERE {q('message_id')} IN ({', '.join(['%s'] * len(message_ids))})",
+            list(message_ids),
+        )
+        return [str(row[0]) for row in cursor.fetchall()]
+
     def _claim_columns(self, alias: str) -> tuple[str, str, str]:
         return tuple(f"{alias}.{self.quote(c)}"  # type: ignore[return-value]
                      for c in ("status", "next_retry_at", "claimed_at"))

@@ -52,3 +52,6 @@ DELETE TOP (%s) FROM [messaging].[outbox] WITH (ROWLOCK, READPAST) WHERE [status
 -- insert []
 INSERT INTO [messaging].[outbox] ([message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id]) VALUES (%s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s);
 
+-- stored_message_ids ['m-1', 'm-2']
+SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);
+
