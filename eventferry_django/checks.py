@@ -31,9 +31,11 @@ CHECK_IDS = {
     "NATIVE_JSON": "eventferry.E011",
 }
 UNKNOWN_KEY_ID = "eventferry.E002"
+#: The tag of eventferry's checks: ``manage.py check --tag eventferry``.
+TAG = "eventferry"
 
 
-@register("eventferry")
+@register(TAG)
 def check_settings(**kwargs: Any) -> list[CheckMessage]:
     parsed, problems = parse(getattr(django_settings, SETTING_NAME, None))
     messages: list[CheckMessage] = [

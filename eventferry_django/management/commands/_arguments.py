@@ -1,4 +1,5 @@
-"""argparse ``type=`` validators shared by the management commands."""
+"""Arguments shared by the management commands: argparse ``type=`` validators and the
+handling of defaults that come from ``EVENTFERRY``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,15 @@ from django.db import connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from ...conf import get_settings
+from ...conf import DEFAULTS, get_settings
 from ...exceptions import EventferryError
 from ...operations import DURATION_PATTERN, parse_duration
+
+
+def setting_default(key: str) -> str:
+    """How a help text names a default that comes from ``EVENTFERRY``. The parser is
+    built before the system checks run, so the setting itself is not read there."""
+    return f"EVENTFERRY['{key}'], {DEFAULTS[key]} unless set"
 
 
 def add_database_argument(parser: CommandParser) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from ...conf import MAX_BATCH_SIZE
 from ...operations import PURGE_STATUSES, purge
 from ._arguments import add_database_argument, database_alias, duration, int_range
+from ._base import EventferryCommand
 
 
-class Command(BaseCommand):
+class Command(EventferryCommand):
     help = (
         "Delete done outbox rows (and dead ones with --status dead/both) processed longer "
         "ago than --older-than, in batches. Pending, claimed and failed rows are never "

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from ...exceptions import EventferryError
 from ...operations import RedriveSelection, redrive
 from ._arguments import add_database_argument, database_alias, int_range, moment
+from ._base import EventferryCommand
 
 
-class Command(BaseCommand):
+class Command(EventferryCommand):
     help = (
         "Move dead outbox events (with --include-failed, failed ones too) back to pending, "
         "resetting attempts, retry time and error. Filters combine with AND; give at least one."

@@ -7,22 +7,27 @@ import os
 import socket
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.core.management.base import CommandError, CommandParser
 
-from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT, get_settings
+from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT
 from ...exceptions import ConfigurationError
 from ...metrics import start_metrics_server
 from ...relay import Relay, RelayConfig
 from ...store.outbox import OutboxStore
-from ._arguments import int_range, positive_seconds
+from ._arguments import (
+    add_database_argument,
+    database_alias,
+    int_range,
+    positive_seconds,
+    setting_default,
+)
+from ._base import EventferryCommand
 
 
-class Command(BaseCommand):
+class Command(EventferryCommand):
     help = "Publish outbox events to the configured broker until stopped (SIGTERM/SIGINT)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        settings = get_settings()
         parser.add_argument("--once", action="store_true", help="Run one pass and exit.")
         parser.add_argument(
             "--until-empty", action="store_true",
@@ -30,14 +35,13 @@ class Command(BaseCommand):
             "or another relay's lease do not keep it running).",
         )
         parser.add_argument(
-            "--batch-size", type=int_range(1, MAX_BATCH_SIZE), default=settings.batch_size,
-            help="Events claimed per pass (default: EVENTFERRY['BATCH_SIZE'] = %(default)s).",
+            "--batch-size", type=int_range(1, MAX_BATCH_SIZE),
+            help=f"Events claimed per pass (default: {setting_default('BATCH_SIZE')}).",
         )
         parser.add_argument(
             "--batches-in-flight", type=int_range(1, MAX_BATCHES_IN_FLIGHT),
-            default=settings.batches_in_flight,
             help="Batches at the broker at once: the relay settles one while the broker "
-            "confirms another (default: EVENTFERRY['BATCHES_IN_FLIGHT'] = %(default)s).",
+            f"confirms another (default: {setting_default('BATCHES_IN_FLIGHT')}).",
         )
         parser.add_argument(
             "--poll-interval", type=positive_seconds, default=1.0,
@@ -50,10 +54,7 @@ class Command(BaseCommand):
             "--relay-id", default=f"{socket.gethostname()}:{os.getpid()}",
             help="Name used in logs (default: host:pid, here %(default)s).",
         )
-        parser.add_argument(
-            "--database", default=settings.database,
-            help="Database alias of the outbox (default: %(default)s).",
-        )
+        add_database_argument(parser)
         parser.add_argument(
             "--metrics-port", type=int_range(1, 65535), default=None, metavar="PORT",
             help="Serve Prometheus metrics (relay counters and backlog gauges) on "
@@ -62,14 +63,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["database"] not in connections:
-            raise CommandError(f"Unknown database alias {options['database']!r}.")
+        alias = database_alias(options)
         if options["once"] and options["until_empty"]:
             raise CommandError("--once and --until-empty exclude each other.")
         self._configure_logging(options["verbosity"])
         if options["metrics_port"] is not None:
             try:
-                start_metrics_server(options["metrics_port"], using=options["database"])
+                start_metrics_server(options["metrics_port"], using=alias)
             except (ConfigurationError, OSError) as exc:
                 raise CommandError(f"Cannot serve metrics on port "
                                    f"{options['metrics_port']}: {exc}") from exc
@@ -81,7 +81,7 @@ class Command(BaseCommand):
             once=options["once"],
             until_empty=options["until_empty"],
             max_events=options["max_events"],
-        ), store=OutboxStore(options["database"]))
+        ), store=OutboxStore(alias))
         relay.install_signal_handlers()
         stats = relay.run()
         if options["verbosity"] >= 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
@@ -12,9 +12,10 @@ from ...ddl import outbox_dialect
 from ...exceptions import EventferryError
 from ...naming import has_schemas
 from ...store import VENDORS
+from ._base import EventferryCommand
 
 
-class Command(BaseCommand):
+class Command(EventferryCommand):
     help = (
         "Print the exact DDL that `migrate` runs for the outbox table, without connecting "
         "to a database (for DBAs who review schema changes). Defaults come from EVENTFERRY "

@@ -7,13 +7,14 @@ import datetime as dt
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from ...status import TOPIC_COLUMNS, OutboxStatus, outbox_status
 from ._arguments import add_database_argument, database_alias
+from ._base import EventferryCommand
 
 
-class Command(BaseCommand):
+class Command(EventferryCommand):
     help = (
         "Show the outbox backlog (pending, claimed, failed) by status and by topic, dead "
         "rows, the age of the oldest pending event and when the last one was published. "
