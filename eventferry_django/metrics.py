@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 
     from .status import OutboxStatus
 
-logger = logging.getLogger("eventferry.metrics")
+logger = logging.getLogger(__name__)
 
 PROMETHEUS_HINT = 'pip install "eventferry-django[prometheus]"'
 

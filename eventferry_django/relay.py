@@ -21,13 +21,15 @@ Failures are sorted by whose fault they are:
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -49,7 +51,7 @@ from .sender import Sender
 from .store.outbox import ClaimedEvent, Failure, OutboxStore
 from .waker import Waker
 
-logger = logging.getLogger("eventferry.relay")
+logger = logging.getLogger(__name__)
 
 #: First idle sleep; it doubles on each empty pass up to the poll interval.
 MIN_IDLE_SLEEP = 0.05
@@ -62,6 +64,13 @@ MIN_LIMIT_REFRESH_INTERVAL = 1.0
 MAX_LIMIT_REFRESH_INTERVAL = 8.0
 #: How long a relay that is told to exit at once waits for its publishing thread.
 SENDER_EXIT_WAIT = 1.0
+#: Seconds between the progress lines a working relay logs at INFO.
+PROGRESS_INTERVAL = 60.0
+
+
+def default_relay_id() -> str:
+    """``host:pid``: what a relay is called in logs unless it is given a name."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
@@ -104,12 +113,23 @@ class RelayConfig:
     claim_timeout: float = 60.0
     max_attempts: int = 5
     batches_in_flight: int = 2
-    relay_id: str = ""
+    relay_id: str = field(default_factory=default_relay_id)
     once: bool = False
     until_empty: bool = False
     max_events: int | None = None
     #: First pause after a database or broker failure; it doubles up to 30 s.
     error_backoff: float = 0.5
+    #: Seconds between progress lines at INFO, logged while the relay has work.
+    progress_interval: float = PROGRESS_INTERVAL
+
+    @property
+    def mode(self) -> str:
+        """When :meth:`Relay.run` returns, in words."""
+        mode = ("after one pass" if self.once else "when nothing is claimable"
+                if self.until_empty else "when stopped")
+        if self.max_events is not None:
+            mode += f" or after {self.max_events:,} events"
+        return mode
 
     @classmethod
     def from_settings(cls, settings: EventferrySettings | None = None, **overrides: Any
@@ -155,8 +175,7 @@ class Relay:
         self.config = config
         self.store = store or OutboxStore()
         self.publisher = publisher or build_publisher(self.settings)
-        self._sender = Sender(f"eventferry-send-{config.relay_id}" if config.relay_id
-                              else "eventferry-send")
+        self._sender = Sender(f"eventferry-send-{config.relay_id}")
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
@@ -176,6 +195,10 @@ class Relay:
         #: (the first claim finds out from nothing).
         self._refreshing_from: int | None = 0
         self._wakeups_seen = 0
+        self._started = False
+        #: The totals at the last progress line, and when the next one is due.
+        self._progress_base = RelayStats()
+        self._progress_since = time.monotonic()
 
     # -- one pass ----------------------------------------------------------------------
     def run_once(self) -> PassResult:
@@ -264,6 +287,8 @@ class Relay:
         metrics.observe_settle(time.perf_counter() - started)
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
+        if failures:
+            self._log_failures(failures)
         if next_limit:
             self._adapt_limit(next_limit, len(claimed))
             if claimed:
@@ -316,6 +341,8 @@ class Relay:
         self.stats.retried += len(failures) - dead
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
+        if failures:
+            self._log_failures(failures)
 
     def _claim_limit(self, already: int = 0) -> int:
         """How many rows to ask for: the adaptive limit, within ``--max-events``."""
@@ -384,6 +411,68 @@ class Relay:
                 raise
             raise BrokerUnavailable(f"publisher raised {type(exc).__name__}: {exc}") from exc
 
+    def _log_failures(self, failures: Sequence[Failure]) -> None:
+        """One line per refused event: ERROR when it went dead (someone has to look), INFO
+        when it will be retried. The fields also travel as the records' attributes, for
+        structured log handlers. Nothing is formatted for a level that is off."""
+        dead_on = logger.isEnabledFor(logging.ERROR)
+        retry_on = logger.isEnabledFor(logging.INFO)
+        for failure in failures:
+            if not (dead_on if failure.dead else retry_on):
+                continue
+            message = failure.event.message
+            attempt = message.attempts + (1 if failure.counts_attempt else 0)
+            fields = {
+                "relay_id": self.config.relay_id, "outbox_id": message.id,
+                "message_id": message.message_id, "topic": message.topic,
+                "aggregate_type": message.aggregate_type, "aggregate_id": message.aggregate_id,
+                "attempt": attempt, "error": failure.error,
+            }
+            if failure.dead:
+                logger.error(
+                    "[%s] event %s is dead after %d attempt(s): topic %s, aggregate %s/%s, "
+                    "outbox row %d: %s", self.config.relay_id, message.message_id, attempt,
+                    message.topic, message.aggregate_type, message.aggregate_id, message.id,
+                    failure.error, extra=fields,
+                )
+            else:
+                logger.info(
+                    "[%s] event %s failed attempt %d of %d, retrying in %.1fs: topic %s, "
+                    "aggregate %s/%s, outbox row %d: %s", self.config.relay_id,
+                    message.message_id, attempt, self.config.max_attempts, failure.delay,
+                    message.topic, message.aggregate_type, message.aggregate_id, message.id,
+                    failure.error, extra=fields,
+                )
+
+    def describe(self) -> str:
+        """Where this relay reads from and publishes to, and how: its start-up line."""
+        config, alias = self.config, self.store.alias
+        return (
+            f"database {alias!r} ({connections[alias].vendor}), table "
+            f"{self.store.dialect.table}, publisher {self.publisher.describe()}, batch size "
+            f"{config.batch_size}, {config.batches_in_flight} batch(es) in flight, claim "
+            f"timeout {config.claim_timeout:g}s, max attempts {config.max_attempts}, poll "
+            f"interval {config.poll_interval:g}s; returns {config.mode}"
+        )
+
+    def _log_progress(self, now: float) -> None:
+        """Every ``progress_interval`` seconds, what the relay did since the last line; an
+        idle relay stays quiet."""
+        last, since = self._progress_base, self._progress_since
+        self._progress_since = now
+        done = self._progress_base = replace(self.stats)
+        claimed, errors = done.claimed - last.claimed, done.errors - last.errors
+        if not (claimed or errors):
+            return
+        published = done.published - last.published
+        logger.info(
+            "[%s] %s published, %s retried, %s dead, %s released, %s outage(s) in the last "
+            "%.0fs (%.1f events/s); %s published since start", self.config.relay_id,
+            f"{published:,}", f"{done.retried - last.retried:,}", f"{done.dead - last.dead:,}",
+            f"{done.released - last.released:,}", f"{errors:,}", now - since,
+            published / max(now - since, 1e-9), f"{done.published:,}",
+        )
+
     def _failure(self, event: ClaimedEvent, result: PublishResult) -> Failure:
         attempts = event.message.attempts + 1
         error = result.error or f"publisher answered {result.outcome.value}"
@@ -401,6 +490,10 @@ class Relay:
         idle_sleep = MIN_IDLE_SLEEP
         error_sleep = self.config.error_backoff
         interrupted = True
+        if not self._started:
+            self._started = True
+            logger.info("[%s] starting: %s", self.config.relay_id, self.describe())
+        self._progress_since = time.monotonic()
         try:
             while not self._stopping:
                 close_old_connections()
@@ -417,6 +510,9 @@ class Relay:
                     continue
                 error_sleep = self.config.error_backoff
                 self.stats.add(result)
+                now = time.monotonic()
+                if now - self._progress_since >= self.config.progress_interval:
+                    self._log_progress(now)
                 if self._finished(result):
                     break
                 if result.claimed == 0:
@@ -433,6 +529,11 @@ class Relay:
             # publisher; the process is on its way out then.
             if self._sender.close(SENDER_EXIT_WAIT if interrupted else None):
                 self.publisher.close()
+            stats = self.stats
+            logger.info("[%s] stopped: %s published, %s retried, %s dead, %s released in %s "
+                        "passes, %s outage(s)", self.config.relay_id, f"{stats.published:,}",
+                        f"{stats.retried:,}", f"{stats.dead:,}", f"{stats.released:,}",
+                        f"{stats.passes:,}", f"{stats.errors:,}")
         return self.stats
 
     def _wind_down(self, interrupted: bool) -> None:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -229,9 +230,26 @@ def main() -> int:
         say(f"  {label:<20}{value}")
     say(f"\nThe poisoned event ({POISON_TOPIC}, unroutable) is dead; see it in the admin:")
     say(f"  {ADMIN_URL}")
-    say("  python example_project/manage.py createsuperuser")
-    say("  python example_project/manage.py runserver")
+    say(f"  {manage_command('createsuperuser')}")
+    say(f"  {manage_command('runserver')}")
     return 0
+
+
+def manage_command(subcommand: str) -> str:
+    """The command line that runs ``manage.py <subcommand>`` on the demo's database with
+    the demo's own Python: the system's may not have Django."""
+    url = os.environ.get("SHOP_DATABASE_URL")
+    words = [shown(Path(sys.executable)), shown(HERE / "manage.py"), subcommand]
+    return " ".join([f"SHOP_DATABASE_URL={shlex.quote(url)}"] * bool(url)
+                    + [shlex.quote(word) for word in words])
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ Summary
 
 The poisoned event (order.refunded, unroutable) is dead; see it in the admin:
   http://127.0.0.1:8000/admin/eventferry_django/deadoutboxevent/
-  python example_project/manage.py createsuperuser
-  python example_project/manage.py runserver
+  SHOP_DATABASE_URL={url} {python} {manage} createsuperuser
+  SHOP_DATABASE_URL={url} {python} {manage} runserver
 """
 
 
@@ -48,9 +48,24 @@ def test_demo_places_orders_relays_consumes_once_and_buries_the_poison(tmp_path:
 
     output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 0, output
-    assert result.stdout.endswith(SUMMARY), output
+    summary = SUMMARY.format(url=env["SHOP_DATABASE_URL"], python=sys.executable,
+                             manage=DEMO.parent / "manage.py")
+    assert result.stdout.endswith(summary), output
     assert f"Fresh database: {database}" in result.stdout, output
     assert "dead after 3 attempts: order.refunded" in result.stdout, output
+    # The relay's own log says so too, as an on-call engineer would see it.
+    assert " ERROR eventferry_django.relay: [demo] event " in result.stdout, output
     # Nothing alarming: no tracebacks, warnings or errors from any library.
     assert result.stderr == "", output
     assert database.exists()
+
+    # The printed command works as printed: it finds Django and the demo's database.
+    createsuperuser = summary.splitlines()[-2].strip()
+    env.update(DJANGO_SUPERUSER_PASSWORD="demo-pass-123", SHOP_DATABASE_URL="")
+    created = subprocess.run(
+        f"{createsuperuser} --noinput --username admin --email admin@example.com",
+        shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    assert created.returncode == 0, created.stderr
+    assert "Superuser created successfully." in created.stdout

@@ -597,3 +597,32 @@ def test_celery_check_without_celery(monkeypatch: pytest.MonkeyPatch) -> None:
     found = CeleryPublisher.check({"task": "a.b"})
     assert [m.id for m in found] == ["eventferry.E043"]
     assert found[0].hint == 'pip install "eventferry-django[celery]"'
+
+
+def test_celery_check_resolves_the_apps_broker_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As KombuPublisher's check does for its url: a broker whose transport (or its client
+    library) is missing is reported before the relay starts, not at the first publish."""
+    install_celery_app(monkeypatch, "nosuchbroker://user:s3cret@localhost//")
+    found = CeleryPublisher.check({"task": "a.b", "app": APP_PATH})
+    assert [m.id for m in found] == ["eventferry.E044"]
+    assert "the Celery app's broker nosuchbroker://user:****@localhost// cannot be used" in (
+        found[0].msg)
+    assert "s3cret" not in found[0].msg
+
+
+def test_publishers_describe_themselves_without_passwords(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    install_celery_app(monkeypatch, "amqp://shop:s3cret@127.0.0.1:5672//")
+    publisher = CeleryPublisher(app=APP_PATH, task={"order.created": "billing.on_order"})
+    assert publisher.describe() == (
+        "CeleryPublisher app 'eventferry-test' broker amqp://shop:****@127.0.0.1:5672// task "
+        "order.created -> billing.on_order")
+    assert KombuPublisher(url="redis://:s3cret@127.0.0.1:6379/0").describe() == (
+        "KombuPublisher redis://:****@127.0.0.1:6379/0 exchange 'eventferry' (topic)")
+
+
+def test_kombu_check_masks_the_password_of_a_bad_url() -> None:
+    found = ids_and_messages(KombuPublisher.check({"url": "nosuchbroker://u:s3cret@h//"}))
+    assert [check_id for check_id, _ in found] == ["eventferry.E032"]
+    assert "nosuchbroker://u:****@h//" in found[0][1] and "s3cret" not in found[0][1]

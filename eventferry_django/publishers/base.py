@@ -10,6 +10,7 @@ relay hands the whole batch back without spending any attempts.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,15 @@ from typing import Any
 from django.core.checks import CheckMessage, Error
 
 from ..exceptions import EventferryError
+
+#: The password of a URL's user (``scheme://user:password@host``); kombu separates
+#: failover URLs with ``;``.
+_URL_PASSWORD = re.compile(r"(?<=://)([^:/@;]*):[^/;]*@")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``****``: for logs and messages."""
+    return _URL_PASSWORD.sub(r"\1:****@", url)
 
 
 class BrokerUnavailable(EventferryError):
@@ -101,6 +111,11 @@ class Publisher:
             hint=f"{cls.__name__} accepts: {', '.join(known)}.",
             id=check_id,
         )]
+
+    def describe(self) -> str:
+        """Where this publisher sends messages, for the relay's start-up log line; never
+        a password (see :func:`mask_url`)."""
+        return type(self).__name__
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
         """Deliver ``messages``; return one result per message, in the same order."""

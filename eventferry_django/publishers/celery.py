@@ -29,7 +29,14 @@ from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult
+from .base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    mask_url,
+)
 from .kombu import broker_headers
 
 OPTION_NAMES = frozenset({"app", "task", "queue", "publish_timeout"})
@@ -149,10 +156,13 @@ class CeleryPublisher(Publisher):
             ))
 
         app = options.get("app")
-        if app is not None:
-            problem = cls._app_problem(app)
-            if problem:
-                messages.append(_error("app", app, problem, "eventferry.E042"))
+        problem = None if app is None else cls._app_problem(app)
+        if problem:
+            messages.append(_error("app", app, problem, "eventferry.E042"))
+        elif importlib.util.find_spec("celery") is not None:
+            messages += cls._check_broker(
+                importlib.import_module("celery").current_app if app is None
+                else import_string(str(app)))
         queue = options.get("queue")
         if queue is not None and not _is_name(queue):
             messages.append(_error(
@@ -180,6 +190,36 @@ class CeleryPublisher(Publisher):
         if not callable(getattr(target, "send_task", None)):
             return "is not a Celery app (it has no send_task)"
         return None
+
+    @staticmethod
+    def _check_broker(app: Any) -> list[CheckMessage]:
+        """Resolve the app's broker transport, which imports its client library (redis
+        for ``redis://``), without connecting."""
+        try:
+            connection = app.connection_for_write()
+            try:
+                connection.transport  # noqa: B018 (the lookup is the check)
+            finally:
+                connection.release()
+        except Exception as exc:  # kombu raises ImportError, KeyError, ValueError...
+            return [Error(
+                f"CeleryPublisher: the Celery app's broker {mask_url(str(app.conf.broker_url))} "
+                f"cannot be used: {exc!r}.",
+                hint='pip install "eventferry-django[celery]" brings Celery with the Redis '
+                "client; another broker needs the library Celery names for it.",
+                id="eventferry.E044",
+            )]
+        return []
+
+    def describe(self) -> str:
+        app = self._resolve_app()
+        connection = app.connection_for_write()
+        try:
+            broker = mask_url(connection.as_uri(include_password=True))
+        finally:
+            connection.release()
+        tasks = ", ".join(f"{topic} -> {task}" for topic, task in self.tasks.items())
+        return f"CeleryPublisher app {app.main or 'current'!r} broker {broker} task {tasks}"
 
     def _resolve_app(self) -> Any:
         if self._app is None:

@@ -34,7 +34,14 @@ from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
 from .amqp_frames import EncodingError, PublishFrames
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult
+from .base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    mask_url,
+)
 
 #: Headers every message carries, filled from the outbox row (``traceparent`` only when the
 #: row has a trace id). They override an event's own header of the same name, so consumers
@@ -170,6 +177,8 @@ def _routing_key_function(value: object) -> RoutingKey:
 
 
 def _error(option: str, value: object, problem: str, check_id: str) -> Error:
+    if option == "url" and isinstance(value, str):
+        value = mask_url(value)
     return Error(
         f"KombuPublisher OPTIONS[{option!r}] is {value!r}: {problem}.",
         hint="See the KombuPublisher docstring for the accepted OPTIONS.",
@@ -386,6 +395,10 @@ class KombuPublisher(Publisher):
                 "eventferry.E032",
             )]
         return []
+
+    def describe(self) -> str:
+        return (f"KombuPublisher {mask_url(self.url)} exchange {self.exchange!r} "
+                f"({self.exchange_type})")
 
     # -- connection ------------------------------------------------------------------
 

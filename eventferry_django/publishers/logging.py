@@ -13,16 +13,19 @@ from .base import OutboundMessage, Publisher, PublishResult
 
 class LoggingPublisher(Publisher):
     """Logs every message at INFO on the logger named by OPTIONS ``logger``
-    (default ``eventferry.published``). Useful in development and as the default, so a
+    (default ``eventferry_django.published``). Useful in development and as the default, so a
     new install relays something visible before a broker is configured."""
 
-    def __init__(self, *, logger: str = "eventferry.published", **options: Any) -> None:
+    def __init__(self, *, logger: str = "eventferry_django.published", **options: Any) -> None:
         super().__init__(logger=logger, **options)
         self.logger = logging.getLogger(logger)
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
         return cls.unknown_options(options, ["logger"], "eventferry.E022")
+
+    def describe(self) -> str:
+        return f"LoggingPublisher (logger {self.logger.name!r})"
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
         for message in messages:

@@ -24,7 +24,7 @@ from ..publishers.base import OutboundMessage
 from . import dialect_for
 from .base import MAX_BATCH, Dialect
 
-logger = logging.getLogger("eventferry.store")
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

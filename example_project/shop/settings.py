@@ -168,10 +168,13 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # stdout, as a container platform collects it; the relay's start-up line, retries,
+    # dead events and progress come from the eventferry_django.* loggers.
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "stream": "ext://sys.stdout"}},
     "loggers": {
         "orders": {"handlers": ["console"], "level": os.environ.get("SHOP_LOG_LEVEL", "INFO")},
-        "eventferry": {"handlers": ["console"],
-                       "level": os.environ.get("SHOP_LOG_LEVEL", "INFO")},
+        "eventferry_django": {"handlers": ["console"], "propagate": False,
+                              "level": os.environ.get("SHOP_LOG_LEVEL", "INFO")},
     },
 }

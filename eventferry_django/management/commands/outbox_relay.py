@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -12,7 +10,7 @@ from django.core.management.base import CommandError, CommandParser
 from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT
 from ...exceptions import ConfigurationError
 from ...metrics import start_metrics_server
-from ...relay import Relay, RelayConfig
+from ...relay import PROGRESS_INTERVAL, Relay, RelayConfig, default_relay_id
 from ...store.outbox import OutboxStore
 from ._arguments import (
     add_database_argument,
@@ -51,8 +49,14 @@ class Command(EventferryCommand):
         parser.add_argument("--max-events", type=int_range(1),
                             help="Exit after claiming this many events.")
         parser.add_argument(
-            "--relay-id", default=f"{socket.gethostname()}:{os.getpid()}",
+            "--relay-id", default=default_relay_id(),
             help="Name used in logs (default: host:pid, here %(default)s).",
+        )
+        parser.add_argument(
+            "--progress-interval", type=positive_seconds, default=PROGRESS_INTERVAL,
+            metavar="SECONDS",
+            help="Log a progress line at INFO this often while there is work "
+            "(default: %(default)s).",
         )
         add_database_argument(parser)
         parser.add_argument(
@@ -78,6 +82,7 @@ class Command(EventferryCommand):
             batches_in_flight=options["batches_in_flight"],
             poll_interval=options["poll_interval"],
             relay_id=options["relay_id"],
+            progress_interval=options["progress_interval"],
             once=options["once"],
             until_empty=options["until_empty"],
             max_events=options["max_events"],
@@ -93,10 +98,17 @@ class Command(EventferryCommand):
 
     @staticmethod
     def _configure_logging(verbosity: int) -> None:
-        logger = logging.getLogger("eventferry")
-        if not logger.handlers and not logging.getLogger().handlers:
-            handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-            logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG if verbosity >= 2 else logging.INFO)
-
+        """Show the relay's log on stderr when ``LOGGING`` routes it nowhere: a relay
+        started by hand should say what it does. A project's own ``LOGGING`` is left
+        alone, except that ``-v 2``/``-v 3`` asks for DEBUG."""
+        logger = logging.getLogger("eventferry_django")
+        if verbosity >= 2:
+            logger.setLevel(logging.DEBUG)
+        if logger.hasHandlers():
+            return
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
+                                               "%(message)s"))
+        logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO if verbosity >= 1 else logging.WARNING)
