@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services browsers benchmark clean
+.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql test-extras lint services browsers mariadb-headers benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ services:
 
 browsers:
 	scripts/ensure-chromium.sh
+
+mariadb-headers:
+	scripts/ensure-mariadb-headers.sh
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -41,7 +44,11 @@ test-mssql: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -e '.[mssql]'
 	EVENTFERRY_TEST_DB=mssql $(BIN)/pytest
 
-test: lint test-sqlite test-postgres test-mariadb
+# Each user-facing extra in a clean virtualenv of its own, without dev (see the script).
+test-extras: $(INSTALLED) services mariadb-headers
+	$(BIN)/python scripts/check_extras.py
+
+test: lint test-extras test-sqlite test-postgres test-mariadb
 
 benchmark: $(INSTALLED) services
 	$(BIN)/python benchmarks/relay.py
