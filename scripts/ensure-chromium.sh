@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The admin's browser tests drive Debian's Chromium through Playwright (no browser
-# download). Install it when it is missing and we may; otherwise those tests skip.
+# download). Install it when it is missing and we may (root with apt-get); otherwise, or
+# with EVENTFERRY_SKIP_BROWSER_TESTS set, those tests skip.
 set -u
+if [ -n "${EVENTFERRY_SKIP_BROWSER_TESTS:-}" ]; then
+  echo "ensure-chromium: EVENTFERRY_SKIP_BROWSER_TESTS is set; no Chromium, the browser tests skip"
+  exit 0
+fi
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
   exit 0
 fi

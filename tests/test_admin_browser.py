@@ -1,9 +1,10 @@
 """The dead events view in a real headless Chromium: log in through the form, read the
 error groups, select rows, run an action, confirm, and check the database.
 
-Skipped, with the reason, where no Chromium or no Playwright is installed. Playwright
-drives the system's Chromium (Debian: ``apt-get install chromium``); its own browser
-download (``playwright install``) is never needed.
+Skipped, with the reason, where no Chromium or no Playwright is installed, or when
+``EVENTFERRY_SKIP_BROWSER_TESTS`` is set (``make test`` then installs no Chromium).
+Playwright drives the system's Chromium (Debian: ``apt-get install chromium``); its own
+browser download (``playwright install``) is never needed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def browser(
 ) -> Iterator[Browser]:
     # Asks for the test database and the live server first, so both are set up before
     # Playwright starts its event loop in this thread.
+    if os.environ.get("EVENTFERRY_SKIP_BROWSER_TESTS"):
+        pytest.skip("EVENTFERRY_SKIP_BROWSER_TESTS is set")
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium binary found (Debian: apt-get install chromium)")
