@@ -29,14 +29,7 @@ from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
-from .base import (
-    BrokerUnavailable,
-    OutboundMessage,
-    Outcome,
-    Publisher,
-    PublishResult,
-    mask_url,
-)
+from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult, mask_url
 from .kombu import broker_headers
 
 OPTION_NAMES = frozenset({"app", "task", "queue", "publish_timeout"})

@@ -34,14 +34,7 @@ from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
 from .amqp_frames import EncodingError, PublishFrames
-from .base import (
-    BrokerUnavailable,
-    OutboundMessage,
-    Outcome,
-    Publisher,
-    PublishResult,
-    mask_url,
-)
+from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult, mask_url
 
 #: Headers every message carries, filled from the outbox row (``traceparent`` only when the
 #: row has a trace id). They override an event's own header of the same name, so consumers
