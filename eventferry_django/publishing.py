@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from django.db import IntegrityError, connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import EventferrySettings, get_settings
@@ -128,19 +128,23 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
 
     The INSERT runs in a savepoint: a duplicate undoes only the INSERT, and the caller's
     transaction stays usable even on PostgreSQL, which otherwise refuses every later
-    statement. Which ids are taken is then read back, so no vendor's or driver's error
-    text is parsed. Generated (uuid4) ids never collide and never pay for the savepoint.
+    statement. Which ids are taken is then read back, so no vendor's error number (23505,
+    1062, 2627/2601, SQLITE_CONSTRAINT) or driver's exception class is relied on.
+    Generated (uuid4) ids never collide and never pay for the savepoint.
     """
     try:
         with transaction.atomic(using=connection.alias):
             _insert(connection, dialect, rows)
-    except IntegrityError as exc:
+    except DatabaseError as exc:
         ids = list(chosen)
         per_query = max(1, connection.ops.bulk_batch_size(["message_id"], ids))
-        with connection.cursor() as cursor:
-            taken = [message_id for start in range(0, len(ids), per_query)
-                     for message_id in dialect.stored_message_ids(
-                         cursor, ids[start:start + per_query])]
+        try:
+            with connection.cursor() as cursor:
+                taken = [message_id for start in range(0, len(ids), per_query)
+                         for message_id in dialect.stored_message_ids(
+                             cursor, ids[start:start + per_query])]
+        except DatabaseError:
+            taken = []  # the transaction is gone (SQL Server with XACT_ABORT ON)
         if not taken:
             raise
         first = min(taken, key=ids.index)

@@ -195,7 +195,7 @@ class Relay:
         #: (the first claim finds out from nothing).
         self._refreshing_from: int | None = 0
         self._wakeups_seen = 0
-        self._started = False
+        self._announced = False
         #: The totals at the last progress line, and when the next one is due.
         self._progress_base = RelayStats()
         self._progress_since = time.monotonic()
@@ -422,7 +422,7 @@ class Relay:
                 continue
             message = failure.event.message
             attempt = message.attempts + (1 if failure.counts_attempt else 0)
-            fields = {
+            attributes = {
                 "relay_id": self.config.relay_id, "outbox_id": message.id,
                 "message_id": message.message_id, "topic": message.topic,
                 "aggregate_type": message.aggregate_type, "aggregate_id": message.aggregate_id,
@@ -433,7 +433,7 @@ class Relay:
                     "[%s] event %s is dead after %d attempt(s): topic %s, aggregate %s/%s, "
                     "outbox row %d: %s", self.config.relay_id, message.message_id, attempt,
                     message.topic, message.aggregate_type, message.aggregate_id, message.id,
-                    failure.error, extra=fields,
+                    failure.error, extra=attributes,
                 )
             else:
                 logger.info(
@@ -441,7 +441,7 @@ class Relay:
                     "aggregate %s/%s, outbox row %d: %s", self.config.relay_id,
                     message.message_id, attempt, self.config.max_attempts, failure.delay,
                     message.topic, message.aggregate_type, message.aggregate_id, message.id,
-                    failure.error, extra=fields,
+                    failure.error, extra=attributes,
                 )
 
     def describe(self) -> str:
@@ -462,7 +462,7 @@ class Relay:
         self._progress_since = now
         done = self._progress_base = replace(self.stats)
         claimed, errors = done.claimed - last.claimed, done.errors - last.errors
-        if not (claimed or errors):
+        if not (claimed or errors) or not logger.isEnabledFor(logging.INFO):
             return
         published = done.published - last.published
         logger.info(
@@ -490,8 +490,8 @@ class Relay:
         idle_sleep = MIN_IDLE_SLEEP
         error_sleep = self.config.error_backoff
         interrupted = True
-        if not self._started:
-            self._started = True
+        if not self._announced:
+            self._announced = True
             logger.info("[%s] starting: %s", self.config.relay_id, self.describe())
         self._progress_since = time.monotonic()
         try:
