@@ -8,13 +8,14 @@ a virtualenv of its own, and ``manage.py check`` runs there in a small project
     .venv/bin/python scripts/check_extras.py            # every extra
     .venv/bin/python scripts/check_extras.py kombu      # some
 
-One resolution against the package index per run downloads only what is new into a
-wheelhouse (``$EVENTFERRY_WHEELHOUSE``, default ``~/.cache/eventferry-django/wheels``);
-every virtualenv then installs from it offline. pip's own cache keeps the wheels it
-builds (mysqlclient). ``mysql`` is skipped, with the reason, where MariaDB's or MySQL's
-client headers are missing (``make test`` installs Debian's when run as root).
-``spark`` is not checked: pyspark is a 300 MB download and nothing in eventferry
-imports it yet.
+One resolution against the package index per run collects the wheels every extra
+needs, downloading only what the wheelhouse (``$EVENTFERRY_WHEELHOUSE``, default
+``~/.cache/eventferry-django/wheels``) lacks and building an sdist (mysqlclient) only
+once; every virtualenv then installs from that set offline.
+
+``mysql`` is skipped, with the reason, where MariaDB's or MySQL's client headers are
+missing (``make test`` installs Debian's when run as root). ``spark`` is not checked:
+pyspark is a 300 MB download and nothing in eventferry imports it yet.
 """
 
 from __future__ import annotations
@@ -60,44 +61,47 @@ def mysql_headers() -> bool:
     ) if shutil.which("pkg-config") else False
 
 
-def fill_wheelhouse(extras: list[str], into: Path) -> Path | None:
-    """Bring the wheelhouse up to date for ``extras`` and build this working tree into
-    ``into``; the wheel, or None when the index cannot be reached."""
+def collect_wheels(extras: list[str], into: Path) -> bool:
+    """Resolve this working tree with ``extras`` against the index and put every wheel
+    it needs, its own included, into ``into``. The wheelhouse keeps a copy of each for
+    the next run, so only new releases are downloaded and an sdist (mysqlclient) is built
+    once. False when the index cannot be reached."""
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    # `pip wheel`, not `pip download`: an sdist (mysqlclient) is built once, into the
-    # wheelhouse, instead of in every virtualenv.
     named = ",".join(e for e in extras if e)
-    result = pip("wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE), "--find-links",
+    result = pip("wheel", "--quiet", "--wheel-dir", str(into), "--find-links",
                  str(WHEELHOUSE), f"{ROOT}[{named}]" if named else str(ROOT),
                  *BUILD_REQUIREMENTS)
-    ours = list(WHEELHOUSE.glob("eventferry_django-*.whl"))
     if result.returncode != 0:
-        print(f"extras: could not refresh the wheelhouse, using it as it is:\n"
+        print(f"extras: cannot reach the index, using the wheelhouse as it is:\n"
               f"{result.stderr.strip()}", flush=True)
-        for stale in ours:
-            stale.unlink()
-        return None
-    [wheel] = ours
-    return Path(shutil.move(wheel, into / wheel.name))
+        return False
+    for wheel in into.glob("*.whl"):
+        kept = WHEELHOUSE / wheel.name
+        if not wheel.name.startswith("eventferry_django-") and not kept.exists():
+            # Copied, then renamed: another run reading the wheelhouse never sees half.
+            partial = WHEELHOUSE / f".{wheel.name}.{os.getpid()}"
+            shutil.copyfile(wheel, partial)
+            partial.replace(kept)
+    return True
 
 
-def build_wheel(into: Path) -> Path:
+def build_wheel(into: Path) -> None:
     """This working tree as a wheel, from the wheelhouse alone."""
     built = pip("wheel", "--quiet", "--no-deps", "--no-index", "--find-links",
                 str(WHEELHOUSE), "--wheel-dir", str(into), str(ROOT))
     if built.returncode != 0:
         raise SystemExit(f"extras: cannot build eventferry-django:\n{built.stderr}")
-    [wheel] = into.glob("eventferry_django-*.whl")
-    return wheel
 
 
-def check(extra: str, wheel: Path, workdir: Path) -> tuple[bool, str]:
-    """Install ``wheel`` with ``extra`` into a new virtualenv and run its check there."""
+def check(extra: str, wheel: Path, wheels: Path, workdir: Path) -> tuple[bool, str]:
+    """Install ``wheel`` with ``extra`` from ``wheels`` alone into a new virtualenv and
+    run its check there."""
     venv = workdir / f"venv-{extra or 'bare'}"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    installed = pip("install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE),
-                    f"{wheel}[{extra}]" if extra else str(wheel), python=python)
+    # No .pyc files: compiling Django's every module is most of an install's CPU.
+    installed = pip("install", "--quiet", "--no-compile", "--no-index", "--find-links",
+                    str(wheels), f"{wheel}[{extra}]" if extra else str(wheel), python=python)
     if installed.returncode != 0:
         return False, f"pip install failed:\n{installed.stderr.strip()}"
     env = {**os.environ, "PYTHONPATH": str(PROBE), "DJANGO_SETTINGS_MODULE": "probe_settings",
@@ -125,13 +129,17 @@ def main(names: list[str]) -> int:
     started = time.monotonic()
     failed = 0
     with tempfile.TemporaryDirectory(prefix="eventferry-extras-") as tmp:
-        # Offline, or with the index down, what the wheelhouse holds may still do.
-        wheel = fill_wheelhouse(extras, Path(tmp)) or build_wheel(Path(tmp))
-        print(f"extras: wheelhouse {WHEELHOUSE} ready, {wheel.name} built "
+        wheels = Path(tmp) / "wheels"
+        if not collect_wheels(extras, wheels):
+            # Offline, or with the index down, what the wheelhouse holds may still do.
+            build_wheel(wheels)
+            wheels = WHEELHOUSE
+        [wheel] = Path(tmp).glob("wheels/eventferry_django-*.whl")
+        print(f"extras: {wheel.name} built, dependencies from {wheels} "
               f"({time.monotonic() - started:.1f}s)", flush=True)
         for extra in extras:
             began = time.monotonic()
-            ok, output = check(extra, wheel, Path(tmp))
+            ok, output = check(extra, wheel, wheels, Path(tmp))
             label = f"[{extra}]" if extra else "(no extra)"
             print(f"extras: {label:<16} {'ok' if ok else 'FAILED'} "
                   f"({time.monotonic() - began:.1f}s)", flush=True)
