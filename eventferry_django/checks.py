@@ -12,12 +12,13 @@ from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, EventferrySettings, parse
 from .publishers.base import Publisher
-from .store import VENDORS
+from .store import VENDORS, dialect_for
 
 #: Check ids by setting key; one id per kind of problem keeps them greppable in docs.
 CHECK_IDS = {
     "": "eventferry.E001",
     "TABLE": "eventferry.E003",
+    "INBOX_TABLE": "eventferry.E003",
     "SCHEMA": "eventferry.E003",
     "CLAIM_TIMEOUT": "eventferry.E004",
     "BATCH_SIZE": "eventferry.E005",
@@ -60,13 +61,23 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
             id="eventferry.E012",
         )]
     messages: list[CheckMessage] = []
-    too_long = parsed.table_name.too_long_for(vendor)
-    if too_long:
+    dialect = dialect_for(vendor, parsed.table_name)
+    for key, table in (("TABLE", dialect.outbox),
+                       ("INBOX_TABLE", dialect.inbox(parsed.inbox_table_name))):
+        too_long = table.too_long_for(vendor)
+        if too_long:
+            messages.append(Error(
+                f"{SETTING_NAME}[{key!r}] {table.name.table!r} is too long for {vendor}: it "
+                f"would truncate {', '.join(too_long)}.",
+                hint="Choose a shorter table name; index and constraint names embed it.",
+                id="eventferry.E013",
+            ))
+    if parsed.inbox_table == parsed.table:
         messages.append(Error(
-            f"{SETTING_NAME}['TABLE'] {parsed.table!r} is too long for {vendor}: it would "
-            f"truncate {', '.join(too_long)}.",
-            hint="Choose a shorter table name; index and constraint names embed it.",
-            id="eventferry.E013",
+            f"{SETTING_NAME}['INBOX_TABLE'] and {SETTING_NAME}['TABLE'] are both "
+            f"{parsed.table!r}: the inbox and the outbox cannot share a table.",
+            hint="Give INBOX_TABLE a name of its own (default 'inbox').",
+            id="eventferry.E050",
         ))
     if vendor == "sqlite" and parsed.schema is not None:
         messages.append(Error(
