@@ -26,6 +26,10 @@ Counters and histograms (recorded by the process that does the work)
 ``eventferry_publish_seconds``         (none)    histogram: handing one batch to the
                                                  publisher until it answered (confirms)
 ``eventferry_batch_size``              (none)    histogram: events per non-empty batch
+``eventferry_inbox_handled_total``     consumer  messages a consumer handled for the
+                                                 first time (counted on commit)
+``eventferry_inbox_duplicates_total``  consumer  deliveries a consumer skipped: the
+                                                 message was handled before
 =====================================  ========  =======================================
 
 Outcomes are counted as the relay decided them, once the batch was settled. Topics
@@ -107,6 +111,8 @@ class _Instruments:
     settle_seconds: Histogram
     publish_seconds: Histogram
     batch_size: Histogram
+    inbox_handled: Counter
+    inbox_duplicates: Counter
 
 
 _lock = threading.Lock()
@@ -153,6 +159,12 @@ def _instruments() -> _Instruments | None:
                                           buckets=SECONDS_BUCKETS),
                 batch_size=Histogram("eventferry_batch_size", "Events per non-empty batch.",
                                      buckets=BATCH_SIZE_BUCKETS),
+                inbox_handled=Counter("eventferry_inbox_handled", "Messages a consumer "
+                                      "handled for the first time, by consumer.",
+                                      ["consumer"]),
+                inbox_duplicates=Counter("eventferry_inbox_duplicates", "Deliveries a "
+                                         "consumer skipped because it had handled the "
+                                         "message before, by consumer.", ["consumer"]),
             )
     return _created
 
@@ -199,6 +211,16 @@ def count_committed(topics: Iterable[str]) -> None:
 def count_redriven(rows: int) -> None:
     if (m := _instruments()) is not None and rows > 0:
         m.redriven.inc(rows)
+
+
+def count_inbox_handled(consumer: str) -> None:
+    if (m := _instruments()) is not None:
+        m.inbox_handled.labels(consumer).inc()
+
+
+def count_inbox_duplicate(consumer: str) -> None:
+    if (m := _instruments()) is not None:
+        m.inbox_duplicates.labels(consumer).inc()
 
 
 def _on_events_committed(sender: object, *, topics: Iterable[str] = (), **kwargs: Any) -> None:
@@ -377,6 +399,8 @@ __all__ = [
     "available",
     "connect_signals",
     "count_committed",
+    "count_inbox_duplicate",
+    "count_inbox_handled",
     "count_outcomes",
     "count_redriven",
     "observe_batch",
