@@ -1,9 +1,10 @@
-"""The outbox in Django's admin.
+"""The outbox and the inbox in Django's admin.
 
-Two entries: *outbox events*, a read-only window on every row, and *dead outbox events*
+Three entries: *outbox events*, a read-only window on every row; *dead outbox events*
 (the ``DeadOutboxEvent`` proxy, so it has permissions of its own), grouped by error, whose
 actions redrive through ``operations.redrive`` (the code path of ``outbox_redrive``) or
-delete. Both are built to stay cheap on a table of millions of rows: no full count, no
+delete; and *inbox messages*, read-only, to answer "did this consumer handle that
+message?". All are built to stay cheap on a table of millions of rows: no full count, no
 ``SELECT DISTINCT`` filter choices, searches that an index can answer.
 """
 
@@ -32,7 +33,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from .conf import get_settings
-from .models import DeadOutboxEvent, OutboxEvent, Status
+from .models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
 from .operations import RedriveSelection, delete_dead, redrive
 
 #: Most rows one action may touch: the ids travel as one IN list, and SQL Server accepts
@@ -133,9 +134,10 @@ class ExactValueFilter(admin.FieldListFilter):
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[OutboxEvent]
+    _InboxModelAdmin = admin.ModelAdmin[InboxMessage]
 else:
     # ModelAdmin is generic only to the type checker (django-stubs), not at run time.
-    _ModelAdmin = admin.ModelAdmin
+    _ModelAdmin = _InboxModelAdmin = admin.ModelAdmin
 
 
 class _EventAdminBase(_ModelAdmin):
@@ -397,3 +399,34 @@ class DeadOutboxEventAdmin(_EventAdminBase):
             "media": self.media,
         }
         return TemplateResponse(request, self.confirmation_template, context)
+
+
+@admin.register(InboxMessage)
+class InboxMessageAdmin(_InboxModelAdmin):
+    """The consumers' records, read-only: they are written by the inbox in the handlers'
+    transactions and deleted by ``outbox_purge --inbox``."""
+
+    list_display = ("message_id", "consumer", "handled_at")
+    list_filter = (("consumer", ExactValueFilter),)
+    # Answered by the unique (consumer, message id) index once a consumer is chosen.
+    search_fields = ("message_id__exact",)
+    search_help_text = gettext_lazy("An exact message id.")
+    ordering = ("-id",)
+    show_full_result_count = False
+    if django.VERSION >= (5, 0):
+        show_facets = admin.ShowFacets.NEVER
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[InboxMessage]:
+        return super().get_queryset(request).using(get_settings().database)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: InboxMessage | None = None
+                              ) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: InboxMessage | None = None
+                              ) -> bool:
+        # Deleting a record makes a redelivery of its message run again.
+        return False

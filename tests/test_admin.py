@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from eventferry_django import admin as outbox_admin
-from eventferry_django.models import DeadOutboxEvent, OutboxEvent, Status
+from eventferry_django.models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -425,3 +425,35 @@ def test_proxy_permissions_exist_with_clear_names() -> None:
     assert names["redrive_deadoutboxevent"] == "Can redrive dead outbox events"
     assert {"view_deadoutboxevent", "delete_deadoutboxevent"} <= set(names)
     assert DeadOutboxEvent._meta.proxy
+
+
+# --- The inbox entry: read-only, found by exact message id ---------------------------------
+
+INBOX = reverse("admin:eventferry_django_inboxmessage_changelist")
+
+
+def test_inbox_records_are_listed_read_only_and_found_by_message_id() -> None:
+    for n, consumer in enumerate(["shipping", "billing", "shipping"]):
+        InboxMessage.objects.create(consumer=consumer, message_id=f"msg-{n}")
+    root = User.objects.create_superuser("root", password="secret-pass-123")
+    client = client_for(root)
+
+    listing = client.get(INBOX)
+    assert listing.status_code == 200
+    assert [m.message_id for m in listing.context["cl"].result_list] == ["msg-2", "msg-1",
+                                                                       "msg-0"]
+    assert action_names(listing) == set()  # no bulk delete: a redelivery would run again
+    found = client.get(INBOX, {"q": "msg-1"}).context["cl"].result_list
+    assert [(m.consumer, m.message_id) for m in found] == [("billing", "msg-1")]
+    assert list(client.get(INBOX, {"q": "msg"}).context["cl"].result_list) == []
+    shipping = client.get(INBOX, {"consumer": "shipping"}).context["cl"].result_list
+    assert {m.message_id for m in shipping} == {"msg-0", "msg-2"}
+
+    record = InboxMessage.objects.get(message_id="msg-0")
+    assert client.get(reverse("admin:eventferry_django_inboxmessage_add")).status_code == 403
+    assert client.get(reverse("admin:eventferry_django_inboxmessage_delete",
+                              args=[record.pk])).status_code == 403
+    assert client.post(change_url("inboxmessage", record.pk),
+                       {"consumer": "x"}).status_code == 403
+    record.refresh_from_db()
+    assert record.consumer == "shipping"
