@@ -7,7 +7,8 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, register
-from django.db import connections
+from django.db import connections, router
+from django.db.models import Model
 from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, EventferrySettings, parse
@@ -85,7 +86,49 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
             hint="Leave SCHEMA unset on SQLite.",
             id="eventferry.E014",
         ))
+    return messages + _check_routers(parsed.database)
+
+
+def _check_routers(alias: str) -> list[CheckMessage]:
+    """The outbox and inbox live on ``EVENTFERRY["DATABASE"]``: a router must neither
+    send their writes elsewhere nor keep their tables from being created there."""
+    from .models import InboxMessage, OutboxEvent
+
+    messages: list[CheckMessage] = []
+    for model in (OutboxEvent, InboxMessage):
+        label = model._meta.label
+        routed = _routed_write_alias(model)
+        if routed is not None and routed != alias:
+            messages.append(Error(
+                f"A database router sends writes of {label} to {routed!r}, but "
+                f"{SETTING_NAME}['DATABASE'] is {alias!r}.",
+                hint=f"eventferry reads and writes its tables on {SETTING_NAME}['DATABASE'] "
+                f"(and on the alias publish_event(using=...) names). Set DATABASE to "
+                f"{routed!r}, or have the router return None for the eventferry_django app.",
+                id="eventferry.E051",
+            ))
+        if not router.allow_migrate_model(alias, model):
+            messages.append(Error(
+                f"A database router does not allow migrating {label} on {alias!r} "
+                f"({SETTING_NAME}['DATABASE']): its table would never be created there.",
+                hint="Let allow_migrate() return True for app_label 'eventferry_django' on "
+                f"{alias!r}, and on every other alias you publish to or consume on with "
+                "using=.",
+                id="eventferry.E052",
+            ))
     return messages
+
+
+def _routed_write_alias(model: type[Model]) -> str | None:
+    """The alias the first router with an opinion picks for writes of ``model``, or None
+    when no router has one (Django then uses "default", which eventferry never relies
+    on: it always names its alias)."""
+    for candidate in router.routers:
+        db_for_write = getattr(candidate, "db_for_write", None)
+        chosen = db_for_write(model) if db_for_write is not None else None
+        if chosen is not None:
+            return str(chosen)
+    return None
 
 
 def _check_publisher(parsed: EventferrySettings) -> list[CheckMessage]:
