@@ -23,6 +23,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_permission_codename
+from django.db import transaction
 from django.db.models import Count, F, Field, Max, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -43,6 +44,9 @@ MAX_ACTION_ROWS = 1000
 
 #: Rows listed on an action's confirmation page.
 SAMPLE_SIZE = 20
+
+#: Longest redrive note kept in a row's admin history (the last error runs to 4,000).
+REDRIVE_LOG_LENGTH = 1000
 
 #: Error groups shown above the dead events list.
 ERROR_GROUP_LIMIT = 50
@@ -311,11 +315,20 @@ class DeadOutboxEventAdmin(_EventAdminBase):
                 ) % {"count": preview.rows},
                 button=gettext("Yes, redrive them"),
             )
-        result = redrive(RedriveSelection(ids=ids), using=queryset.db)
+        with transaction.atomic(using=queryset.db):
+            rows = self._lock_dead(request, ids)
+            redriven = redrive(RedriveSelection(ids=[row.pk for row in rows]),
+                               using=queryset.db).rows if rows else 0
+            # Each row's history says what it was before: the redrive resets both.
+            for row in rows:
+                self.log_change(request, row, (
+                    f"Redriven: back to pending after {row.attempts} attempt(s); "
+                    f"last error: {row.last_error or '(none)'}"
+                )[:REDRIVE_LOG_LENGTH])
         self.message_user(request, ngettext(
-            "Redrove %(count)d event.", "Redrove %(count)d events.", result.rows,
-        ) % {"count": result.rows}, messages.SUCCESS)
-        self._report_skipped(request, len(ids) - result.rows)
+            "Redrove %(count)d event.", "Redrove %(count)d events.", redriven,
+        ) % {"count": redriven}, messages.SUCCESS)
+        self._report_skipped(request, len(ids) - redriven)
         return None
 
     @admin.action(description=gettext_lazy("Delete selected dead events"),
@@ -338,12 +351,33 @@ class DeadOutboxEventAdmin(_EventAdminBase):
                 ) % {"count": len(ids)},
                 button=gettext("Yes, delete them"),
             )
-        deleted = delete_dead(ids, using=queryset.db)
+        with transaction.atomic(using=queryset.db):
+            rows = self._lock_dead(request, ids)
+            self._log_deletions(request, rows)
+            deleted = delete_dead([row.pk for row in rows], using=queryset.db)
         self.message_user(request, ngettext(
             "Deleted %(count)d dead event.", "Deleted %(count)d dead events.", deleted,
         ) % {"count": deleted}, messages.SUCCESS)
         self._report_skipped(request, len(ids) - deleted)
         return None
+
+    def _lock_dead(self, request: HttpRequest, ids: list[int]) -> list[OutboxEvent]:
+        """The rows of ``ids`` that are still dead, locked until the action's transaction
+        ends, so the history written names exactly the rows the action changes."""
+        return list(self.get_queryset(request).select_for_update().filter(pk__in=ids)
+                    .order_by("id"))
+
+    def _log_deletions(self, request: HttpRequest, rows: list[OutboxEvent]) -> None:
+        """Deletion history as Django's own delete action writes it: ``log_deletions``
+        (one bulk insert) from Django 5.1, ``log_deletion`` per row before."""
+        if not rows:
+            return
+        if django.VERSION >= (5, 1):
+            self.log_deletions(request, self.get_queryset(request).filter(
+                pk__in=[row.pk for row in rows]).order_by("id"))
+        else:
+            for row in rows:
+                self.log_deletion(request, row, str(row))  # type: ignore[attr-defined]
 
     def _selected_ids(
         self, request: HttpRequest, queryset: QuerySet[OutboxEvent]
