@@ -90,6 +90,9 @@ SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
                    1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_SIZE_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
+#: Where ``outbox_relay --metrics-port`` listens unless ``--metrics-addr`` says otherwise.
+METRICS_ADDR = "127.0.0.1"
+
 #: The backlog collector's metric names, for dashboards and tests.
 BACKLOG_METRICS = (
     "eventferry_backlog",
@@ -375,12 +378,13 @@ def unregister_backlog_collector(registry: CollectorRegistry | None = None) -> b
     return True
 
 
-def start_metrics_server(port: int, *, addr: str = "0.0.0.0", using: str | None = None
+def start_metrics_server(port: int, *, addr: str = METRICS_ADDR, using: str | None = None
                          ) -> None:
     """Serve the default registry, backlog gauges of ``using`` included, on
     ``http://addr:port/metrics`` from a daemon thread; ``outbox_relay --metrics-port``
-    calls this. Raises :class:`ConfigurationError` without prometheus_client, and
-    ``OSError`` when the port cannot be bound."""
+    calls this. ``addr`` is loopback unless told otherwise: metrics reach no other
+    machine by accident. Raises :class:`ConfigurationError` without prometheus_client,
+    and ``OSError`` when the address cannot be bound."""
     if not available():
         raise ConfigurationError(
             f"Serving metrics needs prometheus_client, which is not installed: {PROMETHEUS_HINT}"
@@ -395,6 +399,7 @@ def start_metrics_server(port: int, *, addr: str = "0.0.0.0", using: str | None 
 
 __all__ = [
     "BACKLOG_METRICS",
+    "METRICS_ADDR",
     "BacklogCollector",
     "available",
     "connect_signals",
