@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,14 @@ class ConsumerProcesses:
                 process.wait(5)
         with Connection(AMQP_URL) as connection:
             Queue(self.queue).bind(connection.default_channel).delete()
+
+
+@contextmanager
+def running(directory: Path, command: list[str]) -> Iterator[ConsumerProcesses]:
+    """Two consumer processes, ready to consume; stopped (and their queue deleted) after."""
+    processes = ConsumerProcesses(directory, command)
+    try:
+        processes.wait_ready()
+        yield processes
+    finally:
+        processes.stop()

@@ -146,12 +146,24 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.insert_sql(2), []),
     }
+    return recorded(calls)
+
+
+def recorded(calls: dict[str, Any]) -> dict[str, tuple[str, list[object]]]:
+    """The one statement each call sends, by name."""
     rendered = {}
     for name, call in calls.items():
         cursor = RecordingCursor()
         call(cursor)
         [rendered[name]] = cursor.statements
     return rendered
+
+
+def golden_text(operations: dict[str, tuple[str, list[object]]]) -> str:
+    return "".join(
+        f"-- {name} {params!r}\n{sql if sql.endswith(';') else sql + ';'}\n\n"
+        for name, (sql, params) in operations.items()
+    )
 
 
 def as_tsql_parameters(sql: str) -> str:
@@ -162,11 +174,7 @@ def as_tsql_parameters(sql: str) -> str:
 
 def test_tsql_dml_matches_golden() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    text = "".join(
-        f"-- {name} {params!r}\n{sql if sql.endswith(';') else sql + ';'}\n\n"
-        for name, (sql, params) in tsql_operations(dialect).items()
-    )
-    assert_golden("microsoft_dml.sql", text)
+    assert_golden("microsoft_dml.sql", golden_text(tsql_operations(dialect)))
 
 
 @pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "purge", "insert"])
@@ -272,20 +280,11 @@ def tsql_inbox_operations() -> dict[str, tuple[str, list[object]]]:
         "purge_consumer": lambda c: dialect.inbox_purge_batch(
             c, table, "2026-10-22 00:00:00", "shipping", 500),
     }
-    rendered = {}
-    for name, call in calls.items():
-        cursor = RecordingCursor()
-        call(cursor)
-        [rendered[name]] = cursor.statements
-    return rendered
+    return recorded(calls)
 
 
 def test_tsql_inbox_dml_matches_golden() -> None:
-    text = "".join(
-        f"-- {name} {params!r}\n{sql if sql.endswith(';') else sql + ';'}\n\n"
-        for name, (sql, params) in tsql_inbox_operations().items()
-    )
-    assert_golden("microsoft_inbox_dml.sql", text)
+    assert_golden("microsoft_inbox_dml.sql", golden_text(tsql_inbox_operations()))
 
 
 @pytest.mark.parametrize("operation", ["record", "purge", "purge_consumer"])

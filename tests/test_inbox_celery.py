@@ -15,7 +15,7 @@ from eventferry_django.exceptions import InvalidMessage
 from eventferry_django.models import InboxMessage
 
 from .amqp import AMQP_URL
-from .inbox_processes import ConsumerProcesses
+from .inbox_processes import ConsumerProcesses, running
 from .inbox_worker import ship
 from .testapp.models import Shipment
 
@@ -34,12 +34,8 @@ WORKER = [sys.executable, "-m", "celery", "-A", "tests.inbox_worker", "worker", 
 def workers(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[ConsumerProcesses]:
     # Started once for the module: they only need the test database to exist.
-    running = ConsumerProcesses(tmp_path_factory.mktemp("celery-workers"), WORKER)
-    try:
-        running.wait_ready()
-        yield running
-    finally:
-        running.stop()
+    with running(tmp_path_factory.mktemp("celery-workers"), WORKER) as workers:
+        yield workers
 
 
 def deliver_twice(workers: ConsumerProcesses, task: str, payload: dict[str, Any],

@@ -18,7 +18,7 @@ from eventferry_django.inbox.kombu import Delivery, InboxCallback
 from eventferry_django.models import InboxMessage
 
 from .amqp import AMQP_URL, require_broker, unique_name
-from .inbox_processes import ConsumerProcesses
+from .inbox_processes import ConsumerProcesses, running
 from .testapp.models import Shipment
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,12 +29,8 @@ CONSUMER = [sys.executable, "-m", "tests.inbox_consumer"]
 @pytest.fixture(scope="module")
 def consumers(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[ConsumerProcesses]:
-    running = ConsumerProcesses(tmp_path_factory.mktemp("kombu-consumers"), CONSUMER)
-    try:
-        running.wait_ready()
-        yield running
-    finally:
-        running.stop()
+    with running(tmp_path_factory.mktemp("kombu-consumers"), CONSUMER) as consumers:
+        yield consumers
 
 
 @pytest.mark.slow
