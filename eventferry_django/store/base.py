@@ -284,8 +284,7 @@ class Dialect:
                         for c in table.checks]
         return [c for c in constraints if c is not None]
 
-    def table_body(self, table: Table | None = None, indent: str = "") -> str:
-        table = table or self.outbox
+    def table_body(self, table: Table, indent: str = "") -> str:
         lines = ([self.column_definition(table, c) for c in table.columns]
                  + self.table_constraints(table))
         return "(\n" + ",\n".join(f"{indent}    {line}" for line in lines) + f"\n{indent})"
