@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT
 from ...exceptions import ConfigurationError
-from ...metrics import start_metrics_server
+from ...metrics import METRICS_ADDR, start_metrics_server
 from ...relay import PROGRESS_INTERVAL, Relay, RelayConfig, default_relay_id
 from ...store.outbox import OutboxStore
 from ._arguments import (
@@ -62,21 +62,30 @@ class Command(EventferryCommand):
         parser.add_argument(
             "--metrics-port", type=int_range(1, 65535), default=None, metavar="PORT",
             help="Serve Prometheus metrics (relay counters and backlog gauges) on "
-            "http://0.0.0.0:PORT/metrics from this process; needs prometheus_client "
+            "http://ADDR:PORT/metrics from this process; needs prometheus_client "
             "(default: off).",
+        )
+        parser.add_argument(
+            "--metrics-addr", default=None, metavar="ADDR",
+            help="Interface the metrics server listens on, with --metrics-port: an address "
+            f"or host name; 0.0.0.0 or :: for every interface (default: {METRICS_ADDR}, "
+            "this machine only).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = database_alias(options)
         if options["once"] and options["until_empty"]:
             raise CommandError("--once and --until-empty exclude each other.")
+        if options["metrics_addr"] is not None and options["metrics_port"] is None:
+            raise CommandError("--metrics-addr needs --metrics-port.")
         self._configure_logging(options["verbosity"])
         if options["metrics_port"] is not None:
+            addr = options["metrics_addr"] or METRICS_ADDR
             try:
-                start_metrics_server(options["metrics_port"], using=alias)
+                start_metrics_server(options["metrics_port"], addr=addr, using=alias)
             except (ConfigurationError, OSError) as exc:
-                raise CommandError(f"Cannot serve metrics on port "
-                                   f"{options['metrics_port']}: {exc}") from exc
+                raise CommandError(f"Cannot serve metrics on port {options['metrics_port']} "
+                                   f"of {addr}: {exc}") from exc
         relay = Relay(RelayConfig.from_settings(
             batch_size=options["batch_size"],
             batches_in_flight=options["batches_in_flight"],
