@@ -91,8 +91,9 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "published.jsonl"
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "a", "1")])
-    # The slow relay takes 3 s to publish; its lease lasts 1 s.
-    slow = start_relay(settings_for(out, claim_timeout=1, delay=3), "--once",
+    # The slow relay takes 8 s to publish; its lease lasts 1 s. The fast relay must start
+    # and take the row back meanwhile, which on a loaded machine took more than 3 s.
+    slow = start_relay(settings_for(out, claim_timeout=1, delay=8), "--once",
                        log=tmp_path / "slow.log")
     wait_until(lambda: len(published(out)) == 1, what="the slow relay to publish")
     time.sleep(1.2)
