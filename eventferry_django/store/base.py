@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..naming import QUOTES, TableName
+from .closed_rows import ClosedRowsSql
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tu
     )
 
 
-class Dialect:
+class Dialect(ClosedRowsSql):
     """All SQL of one vendor, for one outbox table.
 
     Subclasses set the class attributes and override the hooks whose spelling differs;
