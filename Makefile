@@ -6,12 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services browsers benchmark clean
+.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql lint services browsers spark benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 
 demo: $(INSTALLED)
@@ -23,17 +23,20 @@ services:
 browsers:
 	scripts/ensure-chromium.sh
 
+spark:
+	scripts/ensure-spark.sh
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy eventferry_django
 
-test-sqlite: $(INSTALLED) services browsers
+test-sqlite: $(INSTALLED) services browsers spark
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest
 
-test-postgres: $(INSTALLED) services
+test-postgres: $(INSTALLED) services spark
 	EVENTFERRY_TEST_DB=postgres $(BIN)/pytest
 
-test-mariadb: $(INSTALLED) services
+test-mariadb: $(INSTALLED) services spark
 	EVENTFERRY_TEST_DB=mariadb $(BIN)/pytest
 
 # Needs EVENTFERRY_MSSQL_URL (see tests/settings.py) and `pip install -e '.[mssql]'`.
