@@ -1,4 +1,4 @@
-"""The Celery tasks run the same relay and purge as the commands."""
+"""The Celery tasks run the same relay, purge and archive as the commands."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.publishers.memory import InMemoryPublisher
-from eventferry_django.tasks import purge_closed, relay
+from eventferry_django.tasks import archive_closed, purge_closed, relay
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,3 +33,14 @@ def test_purge_task_deletes_old_closed_rows() -> None:
         status=Status.DONE, processed_at=timezone.now() - dt.timedelta(days=8))
     assert purge_closed.apply(kwargs={"older_than": "7d"}).get() == 2
     assert OutboxEvent.objects.count() == 1
+
+
+def test_archive_task_archives_and_purges(spark: object, tmp_path: object) -> None:
+    from .history_data import seed
+
+    history = seed(old_done=40, old_dead=5, recent=3, open_each=1)
+    result = archive_closed.apply(kwargs={"to": str(tmp_path), "older_than": "1d",
+                                          "status": "both", "purge": True}).get()
+    assert result["archived"] == result["purged"] == history.old_done + history.old_dead
+    assert result["run_id"] and result["summary"].startswith("Archived 45 row(s)")
+    assert OutboxEvent.objects.count() == history.recent + history.open_rows
