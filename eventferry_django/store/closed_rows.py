@@ -10,6 +10,7 @@ the same rendering, so they select the same rows.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -68,7 +69,8 @@ class SelectionStats:
     id_mix: int
 
 
-def _codes(statuses: Sequence[int]) -> str:
+def codes(statuses: Sequence[int]) -> str:
+    """Status codes as a SQL list; they are ints, never user text."""
     return ", ".join(str(int(s)) for s in statuses)
 
 
@@ -124,7 +126,7 @@ class ClosedRowsSql:
     def selection_condition(self, selection: ClosedRowSelection) -> str:
         q = self.quote
         processed_at = self.timestamp_sql("processed_at")
-        parts = [f"{q('status')} IN ({_codes(selection.statuses)})"]
+        parts = [f"{q('status')} IN ({codes(selection.statuses)})"]
         if selection.before is not None:
             parts.append(f"{processed_at} < {self.utc_literal(selection.before)}")
         if selection.since is not None:
@@ -132,7 +134,7 @@ class ClosedRowsSql:
         if selection.archived:
             spans = " OR ".join(
                 f"({q('id')} <= {int(span.max_id)} AND {processed_at} < "
-                f"{self.utc_literal(span.cutoff)} AND {q('status')} IN ({_codes(span.statuses)}))"
+                f"{self.utc_literal(span.cutoff)} AND {q('status')} IN ({codes(span.statuses)}))"
                 for span in selection.archived
             )
             parts.append(f"NOT ({spans})")
@@ -182,9 +184,20 @@ class ClosedRowsSql:
         """A processed_at as the purge's key list spells it (UTC, milliseconds)."""
         return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        """The DELETE of archived rows still in ``statuses``, keyed by
+        :meth:`purge_archived_params`."""
+        raise NotImplementedError
+
+    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
+        """The archived rows as one JSON array of ``[id, "processed_at"]`` pairs: one
+        parameter however many rows (SQL Server takes 2,100 parameters at most)."""
+        return [json.dumps([[row_id, self.archived_key_text(at)] for row_id, at in rows])]
+
     def purge_archived(
         self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
     ) -> int:
         """Delete exactly these (id, processed_at) rows if still in ``statuses``; rows
         redriven, re-processed or already gone are left alone. Returns rows deleted."""
-        raise NotImplementedError
+        cursor.execute(self.purge_archived_sql(statuses), self.purge_archived_params(rows))
+        return int(cursor.rowcount)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import CLAIM_COLUMNS, JSON_COLUMNS, Column, Dialect
+from .closed_rows import codes
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
@@ -225,26 +226,16 @@ class MicrosoftDialect(Dialect):
         return f"SUM(CAST({expression} AS DECIMAL(38, 0)))"
 
     def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        """One parameter: the rows as a JSON array of [id, "processed_at"] pairs.
-
-        Row locks keep the relay's rows free while a batch goes. No READPAST: a row held
+        """Row locks keep the relay's rows free while a batch goes. No READPAST: a row held
         by another transaction (a redrive) is waited for and then re-checked, so it is
         deleted only if it is still closed with the archived processed_at. READCOMMITTEDLOCK
         makes that check read the committed row under RCSI too.
         """
         q = self.quote
-        codes = ", ".join(str(int(s)) for s in statuses)
         return (
             f"DELETE o FROM {self.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
             f"JOIN OPENJSON(%s) WITH ({q('id')} BIGINT '$[0]', "
             f"{q('processed_at')} DATETIME2(3) '$[1]') AS a "
             f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
-            f"WHERE o.{q('status')} IN ({codes})"
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
         )
-
-    def purge_archived(
-        self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
-    ) -> int:
-        keys = json.dumps([[row_id, self.archived_key_text(at)] for row_id, at in rows])
-        cursor.execute(self.purge_archived_sql(statuses), [keys])
-        return int(cursor.rowcount)

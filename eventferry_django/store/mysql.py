@@ -12,11 +12,11 @@ an ``information_schema`` lookup and a prepared statement, which both accept.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import Dialect
+from .closed_rows import codes
 
 
 class MysqlDialect(Dialect):
@@ -126,17 +126,11 @@ class MysqlDialect(Dialect):
     def timestamp_text_sql(self, column: str) -> str:
         return f"DATE_FORMAT({self.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
 
-    def purge_archived(
-        self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
-    ) -> int:
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
         q = self.quote
-        codes = ", ".join(str(int(s)) for s in statuses)
-        keys = json.dumps([[row_id, self.archived_key_text(at)] for row_id, at in rows])
-        cursor.execute(
+        return (
             f"DELETE o FROM {self.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
             "id BIGINT PATH '$[0]', processed_at DATETIME(3) PATH '$[1]')) AS a "
             f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
-            f"WHERE o.{q('status')} IN ({codes})",
-            [keys],
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
         )
-        return int(cursor.rowcount)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import JSON_COLUMNS, Dialect
+from .closed_rows import codes
 
 try:
     import psycopg
@@ -153,19 +154,18 @@ class PostgresqlDialect(Dialect):
             return f"{self.quote(column)}::text AS {self.quote(column)}"
         return super().archive_column_sql(column)
 
-    def purge_archived(
-        self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
-    ) -> int:
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
         # = ANY(...) keeps the plan on primary-key lookups whatever the planner guesses
         # about unnest's size; the join then pins each id to its archived processed_at.
         q = self.quote
-        codes = ", ".join(str(int(s)) for s in statuses)
-        ids = [row_id for row_id, _ in rows]
-        cursor.execute(
+        return (
             f"DELETE FROM {self.table} AS o "
             "USING unnest(%s::bigint[], %s::timestamptz[]) AS a(id, processed_at) "
             f"WHERE o.{q('id')} = ANY(%s::bigint[]) AND o.{q('id')} = a.id "
-            f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN ({codes})",
-            [ids, [processed_at for _, processed_at in rows], ids],
+            f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN "
+            f"({codes(statuses)})"
         )
-        return int(cursor.rowcount)
+
+    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
+        ids = [row_id for row_id, _ in rows]
+        return [ids, [processed_at for _, processed_at in rows], ids]

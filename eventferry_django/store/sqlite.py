@@ -7,11 +7,11 @@ monotonic even after the newest rows are purged, which archives and replays rely
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import Column, Dialect
+from .closed_rows import codes
 
 
 class SqliteDialect(Dialect):
@@ -95,22 +95,16 @@ class SqliteDialect(Dialect):
     def utc_literal(self, value: dt.datetime) -> str:
         return f"'{self.archived_key_text(value)}'"
 
-    def purge_archived(
-        self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
-    ) -> int:
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
         q = self.quote
-        codes = ", ".join(str(int(s)) for s in statuses)
-        keys = json.dumps([[row_id, self.archived_key_text(at)] for row_id, at in rows])
         # With parameters, Django's cursor reads %-signs: strftime's are doubled.
         processed_at = self.timestamp_sql("processed_at", "o").replace("%", "%%")
         # CROSS JOIN fixes the order: each listed id is one primary-key lookup, instead
         # of a scan of the table probing the list.
-        cursor.execute(
+        return (
             f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT o.{q('id')} "
             f"FROM json_each(%s) AS a CROSS JOIN {self.table} AS o "
             f"ON o.{q('id')} = json_extract(a.value, '$[0]') "
             f"WHERE {processed_at} = json_extract(a.value, '$[1]') "
-            f"AND o.{q('status')} IN ({codes}))",
-            [keys],
+            f"AND o.{q('status')} IN ({codes(statuses)}))"
         )
-        return int(cursor.rowcount)
