@@ -10,8 +10,10 @@ inside the functions that start it (see :mod:`.session`).
 - :mod:`.layout`: where an archive keeps runs, staging, manifests and its lock.
 - :mod:`.manifest`: what a committed run records, and what it says is archived.
 - :mod:`.storage`: file operations on the archive through Hadoop's FileSystem.
+- :mod:`.source`: the outbox table read through Spark's JDBC source, by id range.
 - :mod:`.archive`: freeze, read, write, verify, commit, purge.
 - :mod:`.reader`: committed runs only, for every reader.
 - :mod:`.replay`: a slice of the archive back into the outbox.
-- :mod:`.report` and :mod:`.figures`: delivery figures, and the files that show them.
+- :mod:`.report` and :mod:`.report_files`: delivery figures, and the files that show them.
+- :mod:`.errors`: what stops a command, and its exit code.
 """

@@ -318,27 +318,19 @@ class Archiver:
         from pyspark.sql import functions as F
 
         assert self.files is not None
-        keys = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
-                .groupBy(F.unix_micros("processed_at").alias("at"))
-                .agg(F.collect_list("id").alias("ids")))
+        # One group per batch: the archived rows of an id range of batch_size ids, so
+        # the driver receives a few hundred arrays rather than a million rows.
+        batches = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+                   .groupBy(F.floor(F.col("id") / self.request.batch_size).alias("batch"))
+                   .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
+                        .alias("keys")))
+        statuses = tuple(Status(s) for s in manifest.statuses)
         total, deleted = manifest.checksum.rows, 0
-        batch: list[tuple[int, dt.datetime]] = []
-
-        def flush() -> None:
-            nonlocal deleted, batch
-            deleted += self.store.purge_archived(batch, statuses=manifest_statuses)
-            batch = []
+        for row in batches.toLocalIterator():
+            rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
+                    for row_id, at in row["keys"]]
+            deleted += self.store.purge_archived(rows, statuses=statuses)
             self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
-
-        manifest_statuses = tuple(Status(s) for s in manifest.statuses)
-        for row in keys.toLocalIterator():
-            processed_at = _EPOCH + dt.timedelta(microseconds=int(row["at"]))
-            for row_id in row["ids"]:
-                batch.append((int(row_id), processed_at))
-                if len(batch) >= self.request.batch_size:
-                    flush()
-        if batch:
-            flush()
         record = PurgeRecord(manifest.run_id, dt.datetime.now(dt.UTC), deleted, total - deleted)
         self.files.record_purge(record)
         self.progress(f"Purged run {manifest.run_id}: {deleted:,} row(s) deleted"

@@ -150,8 +150,9 @@ def write_report(figures: Figures, out: str) -> None:
         "plots": plots,
         "topics": [_row(d) for d in figures.topics],
         "hours": [_row(d) for d in figures.hours],
-        "dead": sorted((c for c in figures.dead_errors if c.hour is None),
-                       key=lambda c: (-c.events, c.topic)),
+        "dead": [{"topic": c.topic, "error": c.key, "events": f"{c.events:,}"}
+                 for c in sorted((c for c in figures.dead_errors if c.hour is None),
+                                 key=lambda c: (-c.events, c.topic))],
     }))
     (directory / "index.html").write_text(page, encoding="utf-8")
 
@@ -161,5 +162,6 @@ def _moment(value: dt.datetime | None) -> str:
 
 
 def _row(d: Delivery) -> dict[str, Any]:
-    return {"topic": d.topic, "hour": hour_text(d.hour), "events": d.events, "done": d.done,
-            "dead": d.dead, "latency": ["" if v is None else f"{v:,.1f}" for v in d.latency_ms]}
+    return {"topic": d.topic, "hour": hour_text(d.hour), "events": f"{d.events:,}",
+            "done": f"{d.done:,}", "dead": f"{d.dead:,}",
+            "latency": ["" if v is None else f"{v:,.1f}" for v in d.latency_ms]}

@@ -6,12 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 from django.db import DatabaseError
 
 from ...exceptions import EventferryError
 from ...history.errors import EXIT_FAILED, HistoryError
+from ._arguments import moment
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 failed; 2 bad arguments; 3 pyspark, Java or a JDBC driver "
@@ -22,6 +24,19 @@ EXIT_CODES_HELP = (
 def add_spark_arguments(parser: CommandParser) -> None:
     parser.add_argument("--master", help="Spark master URL (default: "
                         "EVENTFERRY['SPARK']['MASTER'], local[*]).")
+
+
+def add_window_arguments(parser: CommandParser) -> None:
+    """``--since``/``--until``: a window of processed_at."""
+    parser.add_argument("--since", type=moment, help="Processed at or after: ISO "
+                        "date-time (UTC unless it has an offset) or a duration ago (2d).")
+    parser.add_argument("--until", type=moment, help="Processed before: ISO date-time "
+                        "or a duration ago.")
+
+
+def check_window(options: dict[str, Any]) -> None:
+    if options["since"] and options["until"] and options["since"] >= options["until"]:
+        raise CommandError("--since must be earlier than --until.")
 
 
 #: Progress lines starting with this are counters: at most one a second is shown.

@@ -8,8 +8,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...history.replay import ORIGINAL_ID_HEADER, REPLAY_ID_HEADER, ReplayRequest, replay
 from ...operations import PURGE_STATUSES
-from ._arguments import add_database_argument, database_alias, moment
-from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
+from ._arguments import add_database_argument, database_alias
+from ._history import (
+    EXIT_CODES_HELP,
+    add_spark_arguments,
+    add_window_arguments,
+    check_window,
+    exit_codes,
+    progress_printer,
+)
 
 
 class Command(BaseCommand):
@@ -26,10 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--topic", dest="topics", action="append", default=[],
                             metavar="TOPIC", help="Only this topic; repeat for several.")
         parser.add_argument("--aggregate-id", help="Only this aggregate id.")
-        parser.add_argument("--since", type=moment, help="Processed at or after: ISO "
-                            "date-time (UTC unless it has an offset) or a duration ago (2d).")
-        parser.add_argument("--until", type=moment, help="Processed before: ISO date-time "
-                            "or a duration ago.")
+        add_window_arguments(parser)
         parser.add_argument("--status", choices=sorted(PURGE_STATUSES), default="done",
                             help="Archived outcomes to replay (default: %(default)s).")
         parser.add_argument("--replay-id", help="Name this replay (default: derived from the "
@@ -40,8 +44,7 @@ class Command(BaseCommand):
         add_database_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["since"] and options["until"] and options["since"] >= options["until"]:
-            raise CommandError("--since must be earlier than --until.")
+        check_window(options)
         if options["replay_id"] is not None and not options["replay_id"].strip():
             raise CommandError("--replay-id must not be empty.")
         request = ReplayRequest(

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from ...history.report import ReportRequest, report
-from ._arguments import add_database_argument, database_alias, int_range, moment
-from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
+from ._arguments import add_database_argument, database_alias, int_range
+from ._history import (
+    EXIT_CODES_HELP,
+    add_spark_arguments,
+    add_window_arguments,
+    check_window,
+    exit_codes,
+    progress_printer,
+)
 
 
 class Command(BaseCommand):
@@ -27,18 +34,14 @@ class Command(BaseCommand):
                             help="Read the outbox table itself through Spark's JDBC source.")
         parser.add_argument("--out", required=True, metavar="DIR",
                             help="Directory for index.html, the plots and figures.csv.")
-        parser.add_argument("--since", type=moment, help="Processed at or after: ISO "
-                            "date-time (UTC unless it has an offset) or a duration ago (7d).")
-        parser.add_argument("--until", type=moment, help="Processed before: ISO date-time "
-                            "or a duration ago.")
+        add_window_arguments(parser)
         parser.add_argument("--partitions", type=int_range(1, 10_000),
                             help="Parallel JDBC reads with --live (default: Spark's cores).")
         add_spark_arguments(parser)
         add_database_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["since"] and options["until"] and options["since"] >= options["until"]:
-            raise CommandError("--since must be earlier than --until.")
+        check_window(options)
         request = ReportRequest(
             out=options["out"], path=options["path"], since=options["since"],
             until=options["until"], master=options["master"],
