@@ -6,12 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -23,6 +27,7 @@ from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.operations import RedriveSelection, redrive
 
 from .history_data import archived_candidates, seed
+from .relay_process import ROOT, relay_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -127,6 +132,32 @@ def test_crash_after_the_write_before_the_manifest_leaves_nothing_visible(
     assert [p.name for p in root.iterdir() if p.name.startswith("archive_run_id=")] == [
         f"archive_run_id={result.run_id}"]
     assert visible(root / "_staging") == []
+    assert OutboxEvent.objects.count() == 600
+
+
+def test_a_run_killed_before_its_manifest_is_invisible_and_the_next_run_takes_over(
+        spark: Any, tmp_path: Path) -> None:
+    """The same crash as above, for real: a process killed with SIGKILL, its lock left."""
+    seed()
+    root = tmp_path / "archive"
+    killed = subprocess.run(
+        [sys.executable, "tests/archive_process.py", "--to", str(root), "--older-than", "1d",
+         "--status", "both", "--purge"],
+        env=relay_env(settings.EVENTFERRY), cwd=ROOT, capture_output=True, timeout=600,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    owner = json.loads((root / "_lock").read_text())
+    assert owner["host"] == socket.gethostname()
+    assert [p.name for p in root.iterdir() if p.name.startswith("archive_run_id=")]
+    assert visible(root / "_manifests") == [] and archived_rows(spark, root) == []
+    assert OutboxEvent.objects.count() == 10_000
+
+    result = run_archive(root, purge=True)
+    rows = archived_rows(spark, root)
+    assert len(rows) == len({r.id for r in rows}) == result.archived == 9_400
+    assert not (root / "_lock").exists()
+    assert visible(root) == [f"archive_run_id={result.run_id}"]
     assert OutboxEvent.objects.count() == 600
 
 
