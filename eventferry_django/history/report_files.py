@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from django.template import Context, Engine
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .report import PERCENTILES, Delivery, Figures
 
@@ -48,6 +49,13 @@ def _series(deliveries: Sequence[Delivery]) -> dict[str, list[Delivery]]:
     return by_topic
 
 
+def _legend(figure: Any, axes: Any) -> None:
+    """One legend above the plots, in a row, where it hides no line."""
+    handles, labels = axes.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 5),
+                  fontsize="small", frameon=False)
+
+
 def _figure(height: float) -> Any:
     from matplotlib.figure import Figure
 
@@ -62,8 +70,8 @@ def plot_events(figures: Figures, path: Path) -> None:
                   label=topic)
     axes.set_title("Events per hour (by processed time, UTC)")
     axes.set_ylabel("events")
-    axes.legend(fontsize="small")
     axes.grid(alpha=0.3)
+    _legend(figure, axes)
     figure.savefig(path)
 
 
@@ -77,10 +85,12 @@ def plot_latency(figures: Figures, path: Path) -> None:
                     if p.latency_ms[index] is not None]
             panel.plot([h for h, _ in kept], [v for _, v in kept], marker=".", label=topic)
         panel.set_yscale("log")
+        panel.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        panel.yaxis.set_minor_formatter(NullFormatter())
         panel.set_ylabel(f"{name.split('_')[1]} (ms)")
         panel.grid(alpha=0.3, which="both")
     panels[0].set_title("Delivery latency, created -> processed, done events")
-    panels[0].legend(fontsize="small")
+    _legend(figure, panels[0])
     figure.savefig(path)
 
 
@@ -99,8 +109,9 @@ def plot_attempts(figures: Figures, path: Path) -> None:
     axes.set_xlabel("attempts (failed tries before the outcome)")
     axes.set_ylabel("events")
     axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axes.set_title("Attempts distribution")
-    axes.legend(fontsize="small")
+    _legend(figure, axes)
     figure.savefig(path)
 
 
