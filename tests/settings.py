@@ -122,8 +122,9 @@ if DB_NAME_OVERRIDE:
 EVENTFERRY: dict[str, Any] = {
     "PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"},
     # The tests' Spark jobs are small and short: few shuffle partitions, and a JIT that
-    # compiles quickly rather than well.
-    "SPARK": {"MASTER": "local[2]", "CONF": {
+    # compiles quickly rather than well. SQL Server through Debian's jTDS: Microsoft's
+    # driver is not packaged.
+    "SPARK": {"MASTER": "local[2]", "SQLSERVER_DRIVER": "jtds", "CONF": {
         "spark.sql.shuffle.partitions": 4,
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }},
