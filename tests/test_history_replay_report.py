@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from eventferry_django.history.archive import ArchiveRequest, archive
 from eventferry_django.history.replay import (
@@ -126,3 +127,7 @@ def test_report_figures_equal_the_same_figures_computed_in_sql(spark: Any, tmp_p
     live = tmp_path / "live"
     command("outbox_report", "--live", "--out", str(live))
     assert_same_figures(read_csv(live / "figures.csv"), sql_figures())
+
+    with pytest.raises(CommandError, match="holds no committed archive run") as wrong:
+        command("outbox_report", "--from", str(tmp_path / "nowhere"), "--out", str(out))
+    assert wrong.value.returncode == 1

@@ -161,6 +161,7 @@ def replay(request: ReplayRequest, progress: Progress | None = None) -> ReplayRe
     alias = request.using or settings.database
     with spark_session(outbox_source(alias), settings.spark, request.master) as spark:
         files = ArchiveFiles(spark, request.path)
+        files.require_committed()
         selection = _slice(spark, files, request)
         replay_id = request.replay_id or _derived_replay_id(selection)
         result = ReplayResult(replay_id, request.dry_run, selected={

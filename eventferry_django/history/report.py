@@ -182,8 +182,9 @@ def report(request: ReportRequest, progress: Progress | None = None) -> Figures:
             source = f"the outbox table (database {request.using or settings.database!r})"
         else:
             say(f"Reading the committed archive at {request.path} ...")
-            frame = read_committed(spark, ArchiveFiles(spark, request.path),
-                                   since=request.since, until=request.until)
+            files = ArchiveFiles(spark, request.path)
+            files.require_committed()
+            frame = read_committed(spark, files, since=request.since, until=request.until)
             source = f"the archive at {request.path}"
         figures = compute(frame, source, request.since, request.until)
     say(f"Computed figures for {len(figures.topics)} topic(s), {figures.events:,} event(s); "

@@ -91,6 +91,17 @@ class ArchiveFiles:
                 found.append(Manifest.from_json(self.read_text(path), path))
         return found
 
+    def require_committed(self) -> list[Manifest]:
+        """The committed runs, or an error if the path holds none: a reader pointed at
+        the wrong place should hear so, not get an empty answer."""
+        manifests = self.manifests()
+        if not manifests:
+            raise HistoryError(
+                f"{self.layout.root} holds no committed archive run (nothing in "
+                f"{self.layout.manifests}); give the path outbox_archive --to wrote."
+            )
+        return manifests
+
     def purged_runs(self) -> set[str]:
         return {run_id for name in self.names(self.layout.purges)
                 if (run_id := ArchiveLayout.run_id_of(name)) is not None}
