@@ -60,12 +60,12 @@ def seed(rows: int) -> None:
         cursor.execute(
             f"INSERT INTO {table} (message_id, topic, aggregate_type, aggregate_id, payload, "
             "headers, status, attempts, created_at, processed_at) "
-            "SELECT 'bench-' || n, 'shop.topic' || (n % %s), 'order', 'agg-' || (n % 5000), "
+            "SELECT 'bench-' || n, 'shop.topic' || (n %% %s), 'order', 'agg-' || (n %% 5000), "
             "jsonb_build_object('order_id', n, 'customer', 'c-42', 'total', '129.90', "
             "'currency', 'EUR', 'lines', jsonb_build_array(jsonb_build_object('sku', 'A-1', "
             "'qty', 2, 'price', '19.95'), jsonb_build_object('sku', 'B-7', 'qty', 1, "
-            "'price', '90.00'))), '{\"x-tenant\": \"t1\"}'::jsonb, 2, n % 3, "
-            "acked - (5 + n % 400) * interval '1 millisecond', acked "
+            "'price', '90.00'))), '{\"x-tenant\": \"t1\"}'::jsonb, 2, n %% 3, "
+            "acked - (5 + n %% 400) * interval '1 millisecond', acked "
             "FROM (SELECT n, now() - interval '2 days' - (n / 500) * interval '1 second' "
             "* (10 * 86400 / (%s / 500 + 1)) AS acked FROM generate_series(1, %s) AS n) s",
             [TOPICS, rows, rows],
