@@ -1,9 +1,10 @@
-"""The outbox in Django's admin.
+"""The outbox and the inbox in Django's admin.
 
-Two entries: *outbox events*, a read-only window on every row, and *dead outbox events*
+Three entries: *outbox events*, a read-only window on every row; *dead outbox events*
 (the ``DeadOutboxEvent`` proxy, so it has permissions of its own), grouped by error, whose
 actions redrive through ``operations.redrive`` (the code path of ``outbox_redrive``) or
-delete. Both are built to stay cheap on a table of millions of rows: no full count, no
+delete; and *inbox messages*, read-only, to answer "did this consumer handle that
+message?". All are built to stay cheap on a table of millions of rows: no full count, no
 ``SELECT DISTINCT`` filter choices, searches that an index can answer.
 """
 
@@ -22,6 +23,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_permission_codename
+from django.db import transaction
 from django.db.models import Count, F, Field, Max, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -32,7 +34,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from .conf import get_settings
-from .models import DeadOutboxEvent, OutboxEvent, Status
+from .models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
 from .operations import RedriveSelection, delete_dead, redrive
 
 #: Most rows one action may touch: the ids travel as one IN list, and SQL Server accepts
@@ -42,6 +44,9 @@ MAX_ACTION_ROWS = 1000
 
 #: Rows listed on an action's confirmation page.
 SAMPLE_SIZE = 20
+
+#: Longest redrive note kept in a row's admin history (the last error runs to 4,000).
+REDRIVE_LOG_LENGTH = 1000
 
 #: Error groups shown above the dead events list.
 ERROR_GROUP_LIMIT = 50
@@ -133,9 +138,10 @@ class ExactValueFilter(admin.FieldListFilter):
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[OutboxEvent]
+    _InboxModelAdmin = admin.ModelAdmin[InboxMessage]
 else:
     # ModelAdmin is generic only to the type checker (django-stubs), not at run time.
-    _ModelAdmin = admin.ModelAdmin
+    _ModelAdmin = _InboxModelAdmin = admin.ModelAdmin
 
 
 class _EventAdminBase(_ModelAdmin):
@@ -309,11 +315,20 @@ class DeadOutboxEventAdmin(_EventAdminBase):
                 ) % {"count": preview.rows},
                 button=gettext("Yes, redrive them"),
             )
-        result = redrive(RedriveSelection(ids=ids), using=queryset.db)
+        with transaction.atomic(using=queryset.db):
+            rows = self._lock_dead(request, ids)
+            redriven = redrive(RedriveSelection(ids=[row.pk for row in rows]),
+                               using=queryset.db).rows if rows else 0
+            # Each row's history says what it was before: the redrive resets both.
+            for row in rows:
+                self.log_change(request, row, (
+                    f"Redriven: back to pending after {row.attempts} attempt(s); "
+                    f"last error: {row.last_error or '(none)'}"
+                )[:REDRIVE_LOG_LENGTH])
         self.message_user(request, ngettext(
-            "Redrove %(count)d event.", "Redrove %(count)d events.", result.rows,
-        ) % {"count": result.rows}, messages.SUCCESS)
-        self._report_skipped(request, len(ids) - result.rows)
+            "Redrove %(count)d event.", "Redrove %(count)d events.", redriven,
+        ) % {"count": redriven}, messages.SUCCESS)
+        self._report_skipped(request, len(ids) - redriven)
         return None
 
     @admin.action(description=gettext_lazy("Delete selected dead events"),
@@ -336,12 +351,33 @@ class DeadOutboxEventAdmin(_EventAdminBase):
                 ) % {"count": len(ids)},
                 button=gettext("Yes, delete them"),
             )
-        deleted = delete_dead(ids, using=queryset.db)
+        with transaction.atomic(using=queryset.db):
+            rows = self._lock_dead(request, ids)
+            self._log_deletions(request, rows)
+            deleted = delete_dead([row.pk for row in rows], using=queryset.db)
         self.message_user(request, ngettext(
             "Deleted %(count)d dead event.", "Deleted %(count)d dead events.", deleted,
         ) % {"count": deleted}, messages.SUCCESS)
         self._report_skipped(request, len(ids) - deleted)
         return None
+
+    def _lock_dead(self, request: HttpRequest, ids: list[int]) -> list[OutboxEvent]:
+        """The rows of ``ids`` that are still dead, locked until the action's transaction
+        ends, so the history written names exactly the rows the action changes."""
+        return list(self.get_queryset(request).select_for_update().filter(pk__in=ids)
+                    .order_by("id"))
+
+    def _log_deletions(self, request: HttpRequest, rows: list[OutboxEvent]) -> None:
+        """Deletion history as Django's own delete action writes it: ``log_deletions``
+        (one bulk insert) from Django 5.1, ``log_deletion`` per row before."""
+        if not rows:
+            return
+        if django.VERSION >= (5, 1):
+            self.log_deletions(request, self.get_queryset(request).filter(
+                pk__in=[row.pk for row in rows]).order_by("id"))
+        else:
+            for row in rows:
+                self.log_deletion(request, row, str(row))  # type: ignore[attr-defined]
 
     def _selected_ids(
         self, request: HttpRequest, queryset: QuerySet[OutboxEvent]
@@ -397,3 +433,34 @@ class DeadOutboxEventAdmin(_EventAdminBase):
             "media": self.media,
         }
         return TemplateResponse(request, self.confirmation_template, context)
+
+
+@admin.register(InboxMessage)
+class InboxMessageAdmin(_InboxModelAdmin):
+    """The consumers' records, read-only: they are written by the inbox in the handlers'
+    transactions and deleted by ``outbox_purge --inbox``."""
+
+    list_display = ("message_id", "consumer", "handled_at")
+    list_filter = (("consumer", ExactValueFilter),)
+    # Answered by the unique (consumer, message id) index once a consumer is chosen.
+    search_fields = ("message_id__exact",)
+    search_help_text = gettext_lazy("An exact message id.")
+    ordering = ("-id",)
+    show_full_result_count = False
+    if django.VERSION >= (5, 0):
+        show_facets = admin.ShowFacets.NEVER
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[InboxMessage]:
+        return super().get_queryset(request).using(get_settings().database)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: InboxMessage | None = None
+                              ) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: InboxMessage | None = None
+                              ) -> bool:
+        # Deleting a record makes a redelivery of its message run again.
+        return False

@@ -7,18 +7,20 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, register
-from django.db import connections
+from django.db import connections, router
+from django.db.models import Model
 from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, EventferrySettings, parse
 from .history.session import missing_jars
 from .publishers.base import Publisher
-from .store import VENDORS
+from .store import VENDORS, dialect_for
 
 #: Check ids by setting key; one id per kind of problem keeps them greppable in docs.
 CHECK_IDS = {
     "": "eventferry.E001",
     "TABLE": "eventferry.E003",
+    "INBOX_TABLE": "eventferry.E003",
     "SCHEMA": "eventferry.E003",
     "CLAIM_TIMEOUT": "eventferry.E004",
     "BATCH_SIZE": "eventferry.E005",
@@ -75,13 +77,23 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
             id="eventferry.E012",
         )]
     messages: list[CheckMessage] = []
-    too_long = parsed.table_name.too_long_for(vendor)
-    if too_long:
+    dialect = dialect_for(vendor, parsed.table_name)
+    for key, table in (("TABLE", dialect.outbox),
+                       ("INBOX_TABLE", dialect.inbox(parsed.inbox_table_name))):
+        too_long = table.too_long_for(vendor)
+        if too_long:
+            messages.append(Error(
+                f"{SETTING_NAME}[{key!r}] {table.name.table!r} is too long for {vendor}: it "
+                f"would truncate {', '.join(too_long)}.",
+                hint="Choose a shorter table name; index and constraint names embed it.",
+                id="eventferry.E013",
+            ))
+    if parsed.inbox_table == parsed.table:
         messages.append(Error(
-            f"{SETTING_NAME}['TABLE'] {parsed.table!r} is too long for {vendor}: it would "
-            f"truncate {', '.join(too_long)}.",
-            hint="Choose a shorter table name; index and constraint names embed it.",
-            id="eventferry.E013",
+            f"{SETTING_NAME}['INBOX_TABLE'] and {SETTING_NAME}['TABLE'] are both "
+            f"{parsed.table!r}: the inbox and the outbox cannot share a table.",
+            hint="Give INBOX_TABLE a name of its own (default 'inbox').",
+            id="eventferry.E050",
         ))
     if vendor == "sqlite" and parsed.schema is not None:
         messages.append(Error(
@@ -89,7 +101,49 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
             hint="Leave SCHEMA unset on SQLite.",
             id="eventferry.E014",
         ))
+    return messages + _check_routers(parsed.database)
+
+
+def _check_routers(alias: str) -> list[CheckMessage]:
+    """The outbox and inbox live on ``EVENTFERRY["DATABASE"]``: a router must neither
+    send their writes elsewhere nor keep their tables from being created there."""
+    from .models import InboxMessage, OutboxEvent
+
+    messages: list[CheckMessage] = []
+    for model in (OutboxEvent, InboxMessage):
+        label = model._meta.label
+        routed = _routed_write_alias(model)
+        if routed is not None and routed != alias:
+            messages.append(Error(
+                f"A database router sends writes of {label} to {routed!r}, but "
+                f"{SETTING_NAME}['DATABASE'] is {alias!r}.",
+                hint=f"eventferry reads and writes its tables on {SETTING_NAME}['DATABASE'] "
+                f"(and on the alias publish_event(using=...) names). Set DATABASE to "
+                f"{routed!r}, or have the router return None for the eventferry_django app.",
+                id="eventferry.E051",
+            ))
+        if not router.allow_migrate_model(alias, model):
+            messages.append(Error(
+                f"A database router does not allow migrating {label} on {alias!r} "
+                f"({SETTING_NAME}['DATABASE']): its table would never be created there.",
+                hint="Let allow_migrate() return True for app_label 'eventferry_django' on "
+                f"{alias!r}, and on every other alias you publish to or consume on with "
+                "using=.",
+                id="eventferry.E052",
+            ))
     return messages
+
+
+def _routed_write_alias(model: type[Model]) -> str | None:
+    """The alias the first router with an opinion picks for writes of ``model``, or None
+    when no router has one (Django then uses "default", which eventferry never relies
+    on: it always names its alias)."""
+    for candidate in router.routers:
+        db_for_write = getattr(candidate, "db_for_write", None)
+        chosen = db_for_write(model) if db_for_write is not None else None
+        if chosen is not None:
+            return str(chosen)
+    return None
 
 
 def _check_publisher(parsed: EventferrySettings) -> list[CheckMessage]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
@@ -33,6 +33,7 @@ DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
 #: Documented defaults; the README's settings table mirrors this dict.
 DEFAULTS: dict[str, Any] = {
     "TABLE": "outbox",
+    "INBOX_TABLE": "inbox",
     "SCHEMA": None,
     "NATIVE_JSON": False,
     "DATABASE": "default",
@@ -82,6 +83,7 @@ class SparkConfig:
 @dataclass(frozen=True)
 class EventferrySettings:
     table: str = "outbox"
+    inbox_table: str = "inbox"
     schema: str | None = None
     native_json: bool = False
     database: str = "default"
@@ -97,6 +99,10 @@ class EventferrySettings:
     @property
     def table_name(self) -> TableName:
         return TableName(self.table, self.schema)
+
+    @property
+    def inbox_table_name(self) -> TableName:
+        return TableName(self.inbox_table, self.schema, role="Inbox")
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
 
     settings = EventferrySettings(
         table=reader.identifier("TABLE") or DEFAULTS["TABLE"],
+        inbox_table=reader.identifier("INBOX_TABLE") or DEFAULTS["INBOX_TABLE"],
         schema=reader.identifier("SCHEMA", optional=True),
         native_json=native_json,
         database=database,
@@ -348,8 +355,9 @@ def _forget_cached_settings(*, setting: str, **kwargs: Any) -> None:
         _cached = None
 
 
-def orm_db_table() -> str:
-    """The outbox model's ``db_table``, qualified for the vendor of ``DATABASE``.
+def orm_db_table(table: Literal["outbox", "inbox"] = "outbox") -> str:
+    """The ``db_table`` of the outbox (or inbox) model, qualified for the vendor of
+    ``DATABASE``.
 
     Read once, when the model class is built. It is lenient on purpose: a broken setting
     must not stop Django from starting, or the system checks could never report it.
@@ -358,10 +366,11 @@ def orm_db_table() -> str:
     from django.utils.connection import ConnectionDoesNotExist
 
     parsed, _ = parse(getattr(django_settings, SETTING_NAME, None))
+    name = parsed.inbox_table_name if table == "inbox" else parsed.table_name
     try:
         vendor = connections[parsed.database].vendor
     except ConnectionDoesNotExist:
-        return parsed.table
+        return name.table
     if vendor not in QUOTES:
-        return parsed.table
-    return parsed.table_name.orm_db_table(vendor)
+        return name.table
+    return name.orm_db_table(vendor)

@@ -1,39 +1,53 @@
-"""The outbox table's DDL for a connection or a named vendor, from the settings.
+"""The DDL of eventferry's tables (the outbox, the inbox) for a connection or a named
+vendor, from the settings.
 
-The migration and ``manage.py outbox_sql`` both print from here, so what a DBA reviews
+The migrations and ``manage.py outbox_sql`` both print from here, so what a DBA reviews
 is byte for byte what ``migrate`` runs.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .conf import get_settings
 from .naming import TableName
 from .store import Dialect, dialect_for
+from .store.base import Table
+
+#: eventferry's tables, as the migrations and ``outbox_sql`` name them.
+TableKind = Literal["outbox", "inbox"]
 
 
-def outbox_dialect(
+def table_ddl(
     vendor: str,
+    kind: TableKind = "outbox",
     *,
     schema: str | None = None,
     table: str | None = None,
     native_json: bool | None = None,
-) -> Dialect:
-    """The dialect for ``vendor``; arguments left as None come from ``EVENTFERRY``."""
+) -> tuple[Dialect, Table]:
+    """The dialect for ``vendor`` and the ``kind`` table it renders; ``table`` names that
+    table, and arguments left as None come from ``EVENTFERRY``."""
     settings = get_settings()
-    name = TableName(
-        table if table is not None else settings.table,
-        schema if schema is not None else settings.schema,
+    schema = schema if schema is not None else settings.schema
+    outbox = table if table is not None and kind == "outbox" else settings.table
+    dialect = dialect_for(
+        vendor, TableName(outbox, schema),
+        native_json=settings.native_json if native_json is None else native_json,
     )
-    return dialect_for(
-        vendor, name, native_json=settings.native_json if native_json is None else native_json
-    )
+    if kind == "outbox":
+        return dialect, dialect.outbox
+    inbox = table if table is not None else settings.inbox_table
+    return dialect, dialect.inbox(TableName(inbox, schema, role="Inbox"))
 
 
-def create_statements(vendor: str) -> list[str]:
-    """What the migration runs forwards on ``vendor``, for the configured table."""
-    return outbox_dialect(vendor).create_statements()
+def create_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
+    """What the migration of the ``kind`` table runs forwards on ``vendor``."""
+    dialect, table = table_ddl(vendor, kind)
+    return dialect.create_statements(table)
 
 
-def drop_statements(vendor: str) -> list[str]:
-    """What the migration runs backwards."""
-    return outbox_dialect(vendor).drop_statements()
+def drop_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
+    """What it runs backwards."""
+    dialect, table = table_ddl(vendor, kind)
+    return dialect.drop_statements(table)

@@ -23,3 +23,8 @@ class NotInTransaction(EventferryError, RuntimeError):
 
 class UnsupportedDatabase(EventferryError, ImproperlyConfigured):
     """The database backend is not one eventferry has a store for."""
+
+
+class InvalidMessage(EventferryError, ValueError):
+    """A message handed to the inbox cannot be recorded: no usable message id, or a
+    consumer name that cannot be stored. The message names which."""

@@ -26,6 +26,10 @@ Counters and histograms (recorded by the process that does the work)
 ``eventferry_publish_seconds``         (none)    histogram: handing one batch to the
                                                  publisher until it answered (confirms)
 ``eventferry_batch_size``              (none)    histogram: events per non-empty batch
+``eventferry_inbox_handled_total``     consumer  messages a consumer handled for the
+                                                 first time (counted on commit)
+``eventferry_inbox_duplicates_total``  consumer  deliveries a consumer skipped: the
+                                                 message was handled before
 =====================================  ========  =======================================
 
 Outcomes are counted as the relay decided them, once the batch was settled. Topics
@@ -86,6 +90,9 @@ SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
                    1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_SIZE_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
+#: Where ``outbox_relay --metrics-port`` listens unless ``--metrics-addr`` says otherwise.
+METRICS_ADDR = "127.0.0.1"
+
 #: The backlog collector's metric names, for dashboards and tests.
 BACKLOG_METRICS = (
     "eventferry_backlog",
@@ -107,6 +114,8 @@ class _Instruments:
     settle_seconds: Histogram
     publish_seconds: Histogram
     batch_size: Histogram
+    inbox_handled: Counter
+    inbox_duplicates: Counter
 
 
 _lock = threading.Lock()
@@ -153,6 +162,12 @@ def _instruments() -> _Instruments | None:
                                           buckets=SECONDS_BUCKETS),
                 batch_size=Histogram("eventferry_batch_size", "Events per non-empty batch.",
                                      buckets=BATCH_SIZE_BUCKETS),
+                inbox_handled=Counter("eventferry_inbox_handled", "Messages a consumer "
+                                      "handled for the first time, by consumer.",
+                                      ["consumer"]),
+                inbox_duplicates=Counter("eventferry_inbox_duplicates", "Deliveries a "
+                                         "consumer skipped because it had handled the "
+                                         "message before, by consumer.", ["consumer"]),
             )
     return _created
 
@@ -199,6 +214,16 @@ def count_committed(topics: Iterable[str]) -> None:
 def count_redriven(rows: int) -> None:
     if (m := _instruments()) is not None and rows > 0:
         m.redriven.inc(rows)
+
+
+def count_inbox_handled(consumer: str) -> None:
+    if (m := _instruments()) is not None:
+        m.inbox_handled.labels(consumer).inc()
+
+
+def count_inbox_duplicate(consumer: str) -> None:
+    if (m := _instruments()) is not None:
+        m.inbox_duplicates.labels(consumer).inc()
 
 
 def _on_events_committed(sender: object, *, topics: Iterable[str] = (), **kwargs: Any) -> None:
@@ -353,12 +378,13 @@ def unregister_backlog_collector(registry: CollectorRegistry | None = None) -> b
     return True
 
 
-def start_metrics_server(port: int, *, addr: str = "0.0.0.0", using: str | None = None
+def start_metrics_server(port: int, *, addr: str = METRICS_ADDR, using: str | None = None
                          ) -> None:
     """Serve the default registry, backlog gauges of ``using`` included, on
     ``http://addr:port/metrics`` from a daemon thread; ``outbox_relay --metrics-port``
-    calls this. Raises :class:`ConfigurationError` without prometheus_client, and
-    ``OSError`` when the port cannot be bound."""
+    calls this. ``addr`` is loopback unless told otherwise: metrics reach no other
+    machine by accident. Raises :class:`ConfigurationError` without prometheus_client,
+    and ``OSError`` when the address cannot be bound."""
     if not available():
         raise ConfigurationError(
             f"Serving metrics needs prometheus_client, which is not installed: {PROMETHEUS_HINT}"
@@ -373,10 +399,13 @@ def start_metrics_server(port: int, *, addr: str = "0.0.0.0", using: str | None 
 
 __all__ = [
     "BACKLOG_METRICS",
+    "METRICS_ADDR",
     "BacklogCollector",
     "available",
     "connect_signals",
     "count_committed",
+    "count_inbox_duplicate",
+    "count_inbox_handled",
     "count_outcomes",
     "count_redriven",
     "observe_batch",

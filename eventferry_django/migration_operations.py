@@ -1,32 +1,33 @@
-"""A migration operation that creates the outbox table with hand-written vendor DDL.
+"""Migration operations that create eventferry's tables with hand-written vendor DDL.
 
-It carries no model state: the initial migration wraps it in ``SeparateDatabaseAndState``
-next to a ``CreateModel``, so Django keeps tracking the model and ``makemigrations
---check`` still catches drift between the model and the migrations.
+They carry no model state: each migration wraps one in ``SeparateDatabaseAndState`` next
+to a ``CreateModel``, so Django keeps tracking the model and ``makemigrations --check``
+still catches drift between the model and the migrations.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .ddl import create_statements, drop_statements
-
-MODEL_NAME = "outboxevent"
+from .ddl import TableKind, create_statements, drop_statements
 
 
-class CreateOutboxTable(Operation):
-    """Runs the guarded DDL forwards and drops the table backwards.
+class CreateTable(Operation):
+    """Runs one table's guarded DDL forwards and drops the table backwards.
 
     The DDL is idempotent, so applying it to a database where a DBA already created part
-    of the table repairs what is missing and leaves the data alone.
+    of the table repairs what is missing and leaves the data alone. Subclasses name the
+    table and the model whose router decision applies.
     """
 
     reversible = True
     reduces_to_sql = True
+    table: ClassVar[TableKind]
+    model_name: ClassVar[str]
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """No state: the ``CreateModel`` beside this operation carries it."""
@@ -35,7 +36,7 @@ class CreateOutboxTable(Operation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState,
         statements: list[str],
     ) -> None:
-        model = state.apps.get_model(app_label, MODEL_NAME)
+        model = state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
         for statement in statements:
@@ -50,7 +51,7 @@ class CreateOutboxTable(Operation):
         to_state: ProjectState,
     ) -> None:
         vendor = schema_editor.connection.vendor
-        self._run(app_label, schema_editor, to_state, create_statements(vendor))
+        self._run(app_label, schema_editor, to_state, create_statements(vendor, self.table))
 
     def database_backwards(
         self,
@@ -60,15 +61,24 @@ class CreateOutboxTable(Operation):
         to_state: ProjectState,
     ) -> None:
         vendor = schema_editor.connection.vendor
-        self._run(app_label, schema_editor, from_state, drop_statements(vendor))
+        self._run(app_label, schema_editor, from_state, drop_statements(vendor, self.table))
 
     def describe(self) -> str:
-        return "Create the outbox table and its indexes with vendor DDL"
+        return f"Create the {self.table} table and its indexes with vendor DDL"
 
     @property
     def migration_name_fragment(self) -> str:
-        return "create_outbox_table"
+        return f"create_{self.table}_table"
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return (self.__class__.__qualname__, [], {})
 
+
+class CreateOutboxTable(CreateTable):
+    table = "outbox"
+    model_name = "outboxevent"
+
+
+class CreateInboxTable(CreateTable):
+    table = "inbox"
+    model_name = "inboxmessage"

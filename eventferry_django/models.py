@@ -1,7 +1,8 @@
-"""The outbox row as Django sees it.
+"""The outbox row and the inbox row as Django sees them.
 
-The table itself is created by raw, vendor-specific DDL (see ``store/``); this model maps
-it for the ORM and the admin and is tracked by migrations so that drift is detected.
+The tables themselves are created by raw, vendor-specific DDL (see ``store/``); these
+models map them for the ORM and the admin and are tracked by migrations so that drift
+is detected.
 """
 
 from __future__ import annotations
@@ -107,3 +108,28 @@ class DeadOutboxEvent(OutboxEvent):
         verbose_name = _("dead outbox event")
         verbose_name_plural = _("dead outbox events")
         permissions = (("redrive_deadoutboxevent", "Can redrive dead outbox events"),)
+
+
+class InboxMessage(models.Model):
+    """A message a consumer handled: the consumer side's memory of what it has done.
+
+    Written by :mod:`eventferry_django.inbox` in the same transaction as the handler's own
+    writes, so a message is either handled and recorded, or neither; the unique
+    (consumer, message id) key turns a redelivery into a skip. Like the outbox, the table
+    is created by vendor DDL (``store/``), and this model maps it.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    consumer = models.CharField(_("consumer"), max_length=255)
+    message_id = models.CharField(_("message id"), max_length=64)
+    # The inbox leaves this to the database clock; the default serves ORM-made rows.
+    handled_at = models.DateTimeField(_("handled at"), default=timezone.now)
+
+    class Meta:
+        db_table = orm_db_table("inbox")
+        unique_together = (("consumer", "message_id"),)
+        verbose_name = _("inbox message")
+        verbose_name_plural = _("inbox messages")
+
+    def __str__(self) -> str:
+        return f"{self.consumer} {self.message_id}"

@@ -1,14 +1,15 @@
-"""Names of the outbox table and of the objects that hang off it.
+"""Names of eventferry's tables (the outbox, the inbox) and of the objects that hang
+off them.
 
 Schema and table come from settings, so they are validated here before any SQL sees
 them; everything else (constraint and index names) is derived from the table name so
-that two outbox tables never collide and a DBA can tell which table an index serves.
+that two tables never collide and a DBA can tell which table an index serves.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .exceptions import ConfigurationError
 
@@ -52,17 +53,19 @@ class TableName:
 
     table: str
     schema: str | None = None
+    #: Which table this names, for error messages: "Outbox" or "Inbox".
+    role: str = field(default="Outbox", compare=False)
 
     def __post_init__(self) -> None:
-        validate_identifier(self.table, "Outbox table name")
+        validate_identifier(self.table, f"{self.role} table name")
         if self.schema is not None:
-            validate_identifier(self.schema, "Outbox schema name")
+            validate_identifier(self.schema, f"{self.role} schema name")
 
     def for_vendor(self, vendor: str) -> TableName:
         """This name with the vendor's default schema filled in where it needs one."""
         if self.schema is not None:
             return self
-        return TableName(self.table, DEFAULT_SCHEMA.get(vendor))
+        return TableName(self.table, DEFAULT_SCHEMA.get(vendor), self.role)
 
     # Derived object names. They are part of the released schema: never rename one.
     @property
@@ -73,13 +76,16 @@ class TableName:
     def message_id_unique(self) -> str:
         return f"UQ_{self.table}_message_id"
 
+    def json_check(self, column: str) -> str:
+        return f"CK_{self.table}_{column}_json"
+
     @property
     def payload_check(self) -> str:
-        return f"CK_{self.table}_payload_json"
+        return self.json_check("payload")
 
     @property
     def headers_check(self) -> str:
-        return f"CK_{self.table}_headers_json"
+        return self.json_check("headers")
 
     @property
     def status_check(self) -> str:
@@ -113,25 +119,6 @@ class TableName:
     @property
     def indexes(self) -> tuple[str, str, str]:
         return (self.aggregate_index, self.claim_index, self.retention_index)
-
-    def derived_names(self) -> tuple[str, ...]:
-        return (
-            self.primary_key,
-            self.message_id_unique,
-            self.payload_check,
-            self.headers_check,
-            self.status_check,
-            self.claimed_check,
-            self.default_constraint("created_at"),
-            *self.indexes,
-        )
-
-    def too_long_for(self, vendor: str) -> list[str]:
-        """Derived names the vendor would truncate (PostgreSQL silently does)."""
-        limit = MAX_IDENTIFIER_LENGTH.get(vendor)
-        if limit is None:
-            return []
-        return [name for name in (self.table, *self.derived_names()) if len(name) > limit]
 
     def quoted(self, vendor: str) -> str:
         """The fully qualified, quoted name for use in SQL on ``vendor``."""

@@ -7,14 +7,16 @@ import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .conf import get_settings
 from .exceptions import EventferryError
-from .models import OutboxEvent, OutboxEventQuerySet, Status
+from .models import InboxMessage, OutboxEvent, OutboxEventQuerySet, Status
 from .signals import events_redriven
+from .store.inbox import InboxStore
 from .store.outbox import OutboxStore
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -68,12 +70,43 @@ def purge(
     statuses = PURGE_STATUSES[status]
     cutoff = timezone.now() - older_than
     if dry_run:
-        rows = _events(using).filter(status__in=statuses, processed_at__lt=cutoff).count()
-        return PurgeResult(rows if max_rows is None else min(rows, max_rows), cutoff, True)
+        return _counted(_events(using).filter(status__in=statuses, processed_at__lt=cutoff),
+                        cutoff, max_rows)
     rows = OutboxStore(using).purge(
         cutoff, statuses=statuses, batch_size=batch_size, max_rows=max_rows, progress=progress
     )
     return PurgeResult(rows, cutoff, False)
+
+
+def purge_inbox(
+    older_than: dt.timedelta,
+    *,
+    consumer: str | None = None,
+    batch_size: int = 1000,
+    max_rows: int | None = None,
+    dry_run: bool = False,
+    using: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PurgeResult:
+    """Forget the messages consumers handled longer than ``older_than`` ago (of
+    ``consumer`` only, if given). A message delivered again after its record is gone is
+    handled again: keep records longer than any redelivery can take."""
+    cutoff = timezone.now() - older_than
+    if dry_run:
+        records = InboxMessage.objects.using(using or get_settings().database).filter(
+            handled_at__lt=cutoff)
+        if consumer is not None:
+            records = records.filter(consumer=consumer)
+        return _counted(records, cutoff, max_rows)
+    rows = InboxStore(using).purge(cutoff, consumer=consumer, batch_size=batch_size,
+                                   max_rows=max_rows, progress=progress)
+    return PurgeResult(rows, cutoff, False)
+
+
+def _counted(rows: QuerySet[Any], cutoff: dt.datetime, max_rows: int | None) -> PurgeResult:
+    """A dry run's result: what a purge of ``rows`` would delete, up to the soft cap."""
+    count = rows.count()
+    return PurgeResult(count if max_rows is None else min(count, max_rows), cutoff, True)
 
 
 @dataclass(frozen=True)

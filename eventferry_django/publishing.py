@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from .conf import EventferrySettings, get_settings
-from .exceptions import InvalidEvent, NotInTransaction
+from .exceptions import InvalidEvent
 from .models import OutboxEvent
 from .naming import TableName
 from .serialization import encode_json
@@ -24,6 +24,7 @@ from .signals import events_committed
 from .store import Dialect, dialect_for
 from .store.base import INSERT_COLUMNS
 from .tracing import current_traceparent
+from .transactions import require_transaction
 
 #: Column widths from the contract, counted in UTF-16 code units as NVARCHAR counts them.
 TEXT_LIMITS = {"topic": 255, "aggregate_type": 255, "aggregate_id": 255,
@@ -75,11 +76,8 @@ def publish_events(
     settings = get_settings()
     alias = using or settings.database
     connection = connections[alias]
-    if not connection.in_atomic_block:
-        raise NotInTransaction(
-            f"publish_event() must run inside transaction.atomic(using={alias!r}) so the "
-            "event commits or rolls back with your changes; nothing was written."
-        )
+    require_transaction(alias, "publish_event()",
+                        "the event commits or rolls back with your changes")
     event_list = list(events)
     prefixes = [f"events[{i}]." if len(event_list) > 1 else "" for i in range(len(event_list))]
     rows = [_row(_as_new_event(e, prefix), prefix, settings)

@@ -1,11 +1,13 @@
-"""Celery tasks: a relay pass, a purge and an archive, for projects that schedule with
-Celery beat instead of running ``manage.py outbox_relay`` as a service. Import needs
+"""Celery tasks: a relay pass, the purges and an archive, for projects that schedule
+with Celery beat instead of running ``manage.py outbox_relay`` as a service. Import needs
 Celery; the archive task needs the ``spark`` extra when it runs, not when it is imported.
 
     app.conf.beat_schedule = {
         "eventferry-relay": {"task": "eventferry.relay", "schedule": 5.0},
         "eventferry-purge": {"task": "eventferry.purge", "schedule": 3600.0,
                              "kwargs": {"older_than": "7d"}},
+        "eventferry-purge-inbox": {"task": "eventferry.purge_inbox", "schedule": 3600.0,
+                                   "kwargs": {"older_than": "30d"}},
         "eventferry-archive": {"task": "eventferry.archive", "schedule": 86400.0,
                                "kwargs": {"to": "s3a://history/outbox", "purge": True}},
     }
@@ -18,7 +20,7 @@ from typing import Any
 from celery import shared_task
 
 from .history.archive import ArchiveRequest, archive
-from .operations import parse_duration, purge
+from .operations import parse_duration, purge, purge_inbox
 from .relay import Relay, RelayConfig
 
 
@@ -39,6 +41,14 @@ def purge_closed(older_than: str = "7d", status: str = "done", batch_size: int =
     """Delete closed rows older than ``older_than`` (a duration such as ``"7d"``)."""
     return purge(parse_duration(older_than), status=status, batch_size=batch_size,
                  max_rows=max_rows).rows
+
+
+@shared_task(name="eventferry.purge_inbox", ignore_result=True)  # type: ignore[untyped-decorator]
+def purge_inbox_records(older_than: str = "30d", consumer: str | None = None,
+                        batch_size: int = 1000, max_rows: int | None = None) -> int:
+    """Delete inbox records of messages handled longer than ``older_than`` ago."""
+    return purge_inbox(parse_duration(older_than), consumer=consumer, batch_size=batch_size,
+                       max_rows=max_rows).rows
 
 
 @shared_task(name="eventferry.archive", ignore_result=True)  # type: ignore[untyped-decorator]

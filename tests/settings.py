@@ -114,6 +114,22 @@ else:
         f"EVENTFERRY_TEST_DB={VENDOR!r}; use sqlite, postgres, mariadb or mssql."
     )
 
+#: The alias of a second, independent database for the multi-database tests, which ask
+#: for it with ``django_db(databases=["default", SECOND])``: another PostgreSQL database
+#: beside PostgreSQL, PostgreSQL beside SQLite. pytest-django creates a test database
+#: only for aliases that collected tests use, so other runs never connect to it.
+SECOND = "second"
+if VENDOR in {"sqlite", "postgres"}:
+    DATABASES[SECOND] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("PGDATABASE", "eventferry") + "_second",
+        "USER": os.environ.get("PGUSER", "postgres"),
+        "PASSWORD": os.environ.get("PGPASSWORD", ""),
+        "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+        "PORT": os.environ.get("PGPORT", "5432"),
+        "TEST": {"NAME": f"test_eventferry_second_{os.getpid()}"},
+    }
+
 if DB_NAME_OVERRIDE:
     DATABASES["default"]["NAME"] = DB_NAME_OVERRIDE
     # Relay processes keep their connection between passes, as a production relay should.

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from eventferry_django import admin as outbox_admin
-from eventferry_django.models import DeadOutboxEvent, OutboxEvent, Status
+from eventferry_django.models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -425,3 +425,104 @@ def test_proxy_permissions_exist_with_clear_names() -> None:
     assert names["redrive_deadoutboxevent"] == "Can redrive dead outbox events"
     assert {"view_deadoutboxevent", "delete_deadoutboxevent"} <= set(names)
     assert DeadOutboxEvent._meta.proxy
+
+
+# --- The inbox entry: read-only, found by exact message id ---------------------------------
+
+INBOX = reverse("admin:eventferry_django_inboxmessage_changelist")
+
+
+def test_inbox_records_are_listed_read_only_and_found_by_message_id() -> None:
+    for n, consumer in enumerate(["shipping", "billing", "shipping"]):
+        InboxMessage.objects.create(consumer=consumer, message_id=f"msg-{n}")
+    root = User.objects.create_superuser("root", password="secret-pass-123")
+    client = client_for(root)
+
+    listing = client.get(INBOX)
+    assert listing.status_code == 200
+    assert [m.message_id for m in listing.context["cl"].result_list] == ["msg-2", "msg-1",
+                                                                       "msg-0"]
+    assert action_names(listing) == set()  # no bulk delete: a redelivery would run again
+    found = client.get(INBOX, {"q": "msg-1"}).context["cl"].result_list
+    assert [(m.consumer, m.message_id) for m in found] == [("billing", "msg-1")]
+    assert list(client.get(INBOX, {"q": "msg"}).context["cl"].result_list) == []
+    shipping = client.get(INBOX, {"consumer": "shipping"}).context["cl"].result_list
+    assert {m.message_id for m in shipping} == {"msg-0", "msg-2"}
+
+    record = InboxMessage.objects.get(message_id="msg-0")
+    assert client.get(reverse("admin:eventferry_django_inboxmessage_add")).status_code == 403
+    assert client.get(reverse("admin:eventferry_django_inboxmessage_delete",
+                              args=[record.pk])).status_code == 403
+    assert client.post(change_url("inboxmessage", record.pk),
+                       {"consumer": "x"}).status_code == 403
+    record.refresh_from_db()
+    assert record.consumer == "shipping"
+
+
+# --- Admin history (LogEntry), as Django's own actions write it ------------------------------
+
+def history(*flags: int) -> list[tuple[str, int, str, str]]:
+    from django.contrib.admin.models import LogEntry
+
+    entries = LogEntry.objects.filter(action_flag__in=flags).order_by("id")
+    return [(e.object_id, e.action_flag, e.user.username, e.change_message) for e in entries]
+
+
+def test_redrive_writes_a_change_entry_per_redriven_row() -> None:
+    from django.contrib.admin.models import CHANGE
+    from django.contrib.contenttypes.models import ContentType
+
+    chosen = [make_event(error="broker down"), make_event(error="406 PRECONDITION_FAILED")]
+    gone = make_event()
+    client = client_for(staff_user("operator", "view_deadoutboxevent", "redrive_deadoutboxevent"))
+    ids = [e.pk for e in [*chosen, gone]]
+    OutboxEvent.objects.filter(pk=gone.pk).update(status=Status.PENDING)  # redriven meanwhile
+
+    post_action(client, "redrive_selected", ids, confirm=True)
+
+    assert history(CHANGE) == [
+        (str(chosen[0].pk), CHANGE, "operator",
+         "Redriven: back to pending after 5 attempt(s); last error: broker down"),
+        (str(chosen[1].pk), CHANGE, "operator",
+         "Redriven: back to pending after 5 attempt(s); last error: 406 PRECONDITION_FAILED"),
+    ]
+    from django.contrib.admin.models import LogEntry
+
+    entry = LogEntry.objects.order_by("id").first()
+    assert entry is not None
+    assert entry.content_type == ContentType.objects.get_for_model(DeadOutboxEvent,
+                                                                   for_concrete_model=False)
+    assert entry.get_admin_url() == change_url("deadoutboxevent", chosen[0].pk)
+
+
+def test_delete_writes_a_deletion_entry_per_deleted_row() -> None:
+    from django.contrib.admin.models import DELETION
+
+    chosen = [make_event(), make_event()]
+    spared = make_event()
+    client = client_for(staff_user("operator", "view_deadoutboxevent", "delete_deadoutboxevent"))
+    OutboxEvent.objects.filter(pk=spared.pk).update(status=Status.PENDING)
+
+    post_action(client, "delete_selected_dead", [e.pk for e in [*chosen, spared]], confirm=True)
+
+    assert [(object_id, flag, user) for object_id, flag, user, _ in history(DELETION)] == [
+        (str(e.pk), DELETION, "operator") for e in chosen]
+    assert OutboxEvent.objects.filter(pk=spared.pk).exists()
+    # The single-row delete page goes through Django's own view, which logs the same way.
+    last = make_event()
+    client.post(reverse("admin:eventferry_django_deadoutboxevent_delete", args=[last.pk]),
+                {"post": "yes"})
+    assert [object_id for object_id, *_ in history(DELETION)][-1] == str(last.pk)
+
+
+def test_a_refused_or_unconfirmed_action_writes_no_history() -> None:
+    from django.contrib.admin.models import LogEntry
+
+    event = make_event()
+    viewer = client_for(staff_user("viewer", "view_deadoutboxevent"))
+    post_action(viewer, "redrive_selected", [event.pk], confirm=True)
+    operator = client_for(staff_user("operator", "view_deadoutboxevent",
+                                     "redrive_deadoutboxevent", "delete_deadoutboxevent"))
+    post_action(operator, "redrive_selected", [event.pk], confirm=False)
+    post_action(operator, "delete_selected_dead", [event.pk], confirm=False)
+    assert not LogEntry.objects.exists()

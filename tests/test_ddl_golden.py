@@ -6,13 +6,15 @@ machines with no SQL Server.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sqlglot
 from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.base import COLUMNS, INSERT_COLUMNS
+from eventferry_django.store.base import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 from eventferry_django.store.microsoft import MicrosoftDialect
 
 from .golden import assert_golden
@@ -144,12 +146,24 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.insert_sql(2), []),
     }
+    return recorded(calls)
+
+
+def recorded(calls: dict[str, Any]) -> dict[str, tuple[str, list[object]]]:
+    """The one statement each call sends, by name."""
     rendered = {}
     for name, call in calls.items():
         cursor = RecordingCursor()
         call(cursor)
         [rendered[name]] = cursor.statements
     return rendered
+
+
+def golden_text(operations: dict[str, tuple[str, list[object]]]) -> str:
+    return "".join(
+        f"-- {name} {params!r}\n{sql if sql.endswith(';') else sql + ';'}\n\n"
+        for name, (sql, params) in operations.items()
+    )
 
 
 def as_tsql_parameters(sql: str) -> str:
@@ -160,11 +174,7 @@ def as_tsql_parameters(sql: str) -> str:
 
 def test_tsql_dml_matches_golden() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    text = "".join(
-        f"-- {name} {params!r}\n{sql if sql.endswith(';') else sql + ';'}\n\n"
-        for name, (sql, params) in tsql_operations(dialect).items()
-    )
-    assert_golden("microsoft_dml.sql", text)
+    assert_golden("microsoft_dml.sql", golden_text(tsql_operations(dialect)))
 
 
 @pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "purge", "insert"])
@@ -210,3 +220,92 @@ def test_tsql_ack_is_one_statement_with_one_parameter_for_all_ids() -> None:
     [(sql, params)] = cursor.statements
     assert "OPENJSON(%s) WITH ([id] BIGINT '$')" in sql
     assert len(params) == 2  # the JSON array of 5,000 ids and the lease
+
+
+# -- the inbox: the same machinery, another table ------------------------------------------
+
+INBOX = TableName("inbox", role="Inbox")
+
+
+def inbox_of(vendor: str, name: TableName = INBOX) -> tuple[Any, Table]:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    return dialect, dialect.inbox(name)
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_inbox_create_and_reverse_match_golden(vendor: str) -> None:
+    dialect, table = inbox_of(vendor)
+    assert_golden(f"{vendor}_inbox_default.sql", render(dialect.create_statements(table)))
+    assert_golden(f"{vendor}_inbox_reverse.sql", render(dialect.drop_statements(table)))
+
+
+def test_tsql_inbox_in_a_schema_matches_golden() -> None:
+    dialect, table = inbox_of("microsoft", TableName("handled", "messaging", role="Inbox"))
+    assert_golden("microsoft_inbox_schema_messaging.sql", render(dialect.create_statements(table)))
+
+
+@pytest.mark.parametrize("schema", [None, "messaging"])
+def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
+    dialect, table = inbox_of("microsoft", TableName("inbox", schema, role="Inbox"))
+    name = table.name
+    blocks = dialect.guarded_blocks(table)
+    assert len(blocks) == 2
+    for guard, statement in blocks:
+        _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
+        assert isinstance(_parse_one(f"IF {guard}\nBEGIN\n    {statement};\nEND;"), exp.IfBlock)
+
+    create = _parse_one(blocks[0][1])
+    assert isinstance(create, exp.Create) and create.kind == "TABLE"
+    assert (create.this.this.db, create.this.this.name) == (name.schema, name.table)
+    assert [c.name for c in create.find_all(exp.ColumnDef)] == [c.name for c in INBOX_COLUMNS]
+    sql = create.sql("tsql")
+    assert "CONSTRAINT [PK_inbox] PRIMARY KEY CLUSTERED ([id])" in sql
+    assert "CONSTRAINT [UQ_inbox_consumer_message_id] UNIQUE ([consumer], [message_id])" in sql
+    assert "CONSTRAINT [DF_inbox_handled_at] DEFAULT (SYSUTCDATETIME())" in sql
+
+    index = _parse_one(blocks[1][1])
+    assert isinstance(index, exp.Create) and index.kind == "NONCLUSTERED INDEX"
+    assert index.this.name == "IX_inbox_handled_at"
+    drop = _parse_one(dialect.drop_statements(table)[0])
+    assert isinstance(drop, exp.Drop) and drop.args.get("exists")
+    dropped = drop.find(exp.Table)
+    assert dropped is not None and (dropped.db, dropped.name) == (name.schema, name.table)
+
+
+def tsql_inbox_operations() -> dict[str, tuple[str, list[object]]]:
+    dialect, table = inbox_of("microsoft", TableName("inbox", "messaging", role="Inbox"))
+    calls = {
+        "record": lambda c: dialect.record_message(c, table, "shipping", "m-1"),
+        "purge": lambda c: dialect.inbox_purge_batch(c, table, "2026-10-22 00:00:00", None, 500),
+        "purge_consumer": lambda c: dialect.inbox_purge_batch(
+            c, table, "2026-10-22 00:00:00", "shipping", 500),
+    }
+    return recorded(calls)
+
+
+def test_tsql_inbox_dml_matches_golden() -> None:
+    assert_golden("microsoft_inbox_dml.sql", golden_text(tsql_inbox_operations()))
+
+
+@pytest.mark.parametrize("operation", ["record", "purge", "purge_consumer"])
+def test_every_tsql_inbox_dml_statement_parses(operation: str) -> None:
+    sql, params = tsql_inbox_operations()[operation]
+    tree = _parse_one(as_tsql_parameters(sql))
+    # sqlglot reads DELETE TOP (n) as a table named TOP; the golden file pins the text.
+    tables = {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name != "TOP"}
+    assert tables == {("messaging", "inbox")}
+    assert sql.count("%s") == len(params)
+
+
+def test_tsql_inbox_record_probes_with_a_key_range_lock() -> None:
+    sql, params = tsql_inbox_operations()["record"]
+    tree = _parse_one(as_tsql_parameters(sql))
+    assert isinstance(tree, exp.Insert)
+    # The probe holds an update lock on the key range until commit, so a concurrent
+    # delivery of the same message waits instead of also finding it absent.
+    probe = sql.split("NOT EXISTS", 1)[1]
+    assert "WITH (UPDLOCK, HOLDLOCK)" in probe
+    assert params == ["shipping", "m-1", "shipping", "m-1"]
+    purge, _ = tsql_inbox_operations()["purge"]
+    assert "WITH (ROWLOCK, READPAST)" in purge and "CAST(@p2 AS DATETIME2(3))" in (
+        as_tsql_parameters(purge))

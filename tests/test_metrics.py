@@ -292,6 +292,44 @@ def test_metrics_port_help_shows_the_default() -> None:
     assert "--metrics-port PORT" in text and "(default: off)" in text
 
 
+def test_metrics_addr_needs_a_port_and_its_default_is_loopback() -> None:
+    from django.core.management import load_command_class
+
+    with pytest.raises(CommandError, match="--metrics-addr needs --metrics-port"):
+        call_command("outbox_relay", "--once", "--metrics-addr", "0.0.0.0")
+    parser = load_command_class("eventferry_django", "outbox_relay").create_parser(
+        "manage.py", "outbox_relay")
+    text = " ".join(parser.format_help().split())
+    assert "--metrics-addr ADDR" in text and "(default: 127.0.0.1, this machine only)" in text
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> None:
+    # All of 127.0.0.0/8 is this machine on Linux: a server bound to one loopback address
+    # does not answer on another, as it would if it listened on every interface.
+    settings = {"PUBLISHER": {"BACKEND": FILE_PUBLISHER,
+                              "OPTIONS": {"path": str(tmp_path / "published.jsonl")}}}
+    default_port, chosen_port = free_port(), free_port()
+    relays = [
+        start_relay(settings, "--metrics-port", str(default_port), log=tmp_path / "a.log"),
+        start_relay(settings, "--metrics-port", str(chosen_port), "--metrics-addr",
+                    "127.0.0.2", log=tmp_path / "b.log"),
+    ]
+    try:
+        assert metric(scrape(default_port), "eventferry_status_up", database="default") == 1
+        assert metric(scrape(chosen_port, host="127.0.0.2"), "eventferry_status_up",
+                      database="default") == 1
+        for host, port in (("127.0.0.2", default_port), ("127.0.0.1", chosen_port)):
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((host, port), timeout=5).close()
+    finally:
+        for relay in relays:
+            relay.send_signal(signal.SIGTERM)
+        for relay in relays:
+            relay.wait(30)
+
+
 def test_a_busy_metrics_port_is_a_command_error() -> None:
     with socket.socket() as busy:
         busy.bind(("0.0.0.0", 0))
@@ -301,13 +339,14 @@ def test_a_busy_metrics_port_is_a_command_error() -> None:
             call_command("outbox_relay", "--once", "--metrics-port", str(port))
 
 
-def scrape(port: str | int, timeout: float = 30.0) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """``{(sample name, labels): value}`` from ``http://127.0.0.1:port/metrics``, waiting
+def scrape(port: str | int, timeout: float = 30.0, host: str = "127.0.0.1"
+           ) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """``{(sample name, labels): value}`` from ``http://host:port/metrics``, waiting
     for the server to come up."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as r:
                 text = r.read().decode()
             break
         except OSError:
@@ -380,7 +419,7 @@ def test_relay_process_serves_its_metrics_and_the_backlog(tmp_path: Path) -> Non
         relay.send_signal(signal.SIGTERM)
         relay.wait(30)
     assert relay.returncode == 0, log.read_text()
-    assert f"serving Prometheus metrics on http://0.0.0.0:{port}/metrics" in log.read_text()
+    assert f"serving Prometheus metrics on http://127.0.0.1:{port}/metrics" in log.read_text()
 
 
 # -- without prometheus_client ------------------------------------------------------
@@ -404,6 +443,7 @@ def never():
 metrics.count_outcomes(never(), never())
 metrics.count_committed(never())
 metrics.count_redriven(3)
+metrics.count_inbox_handled("c"); metrics.count_inbox_duplicate("c")
 assert metrics.register_backlog_collector() is None
 assert metrics.unregister_backlog_collector() is False
 try:

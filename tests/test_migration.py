@@ -14,10 +14,10 @@ from django.test.utils import isolate_apps
 
 from eventferry_django import conf, publish_event
 from eventferry_django.ddl import create_statements
-from eventferry_django.models import OutboxEvent
+from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.base import COLUMNS
+from eventferry_django.store.base import COLUMNS, INBOX_COLUMNS, Table
 
 from . import introspection
 
@@ -178,3 +178,75 @@ def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: Ta
     if custom_location.schema:
         quoted = connections["default"].ops.quote_name(db_table)
         assert quoted == custom_location.quoted(connection.vendor)
+
+
+# -- the inbox (migration 0004) ------------------------------------------------------------
+
+INBOX = TableName("inbox", role="Inbox")
+
+
+def inbox_table() -> Table:
+    return dialect_for(connection.vendor, DEFAULT).inbox(INBOX)
+
+
+def assert_inbox_matches_its_description() -> None:
+    table = inbox_table()
+    info = introspection.describe(connection, INBOX)
+    assert [(c, nullable) for c, _, nullable in info.columns] == [
+        (c.name, c.nullable) for c in INBOX_COLUMNS
+    ]
+    assert info.types["message_id"] == EXPECTED_TYPES[connection.vendor]["message_id"]
+    assert info.types["handled_at"] == EXPECTED_TYPES[connection.vendor]["created_at"]
+    [unique] = table.uniques
+    [retention] = table.indexes
+    assert info.indexes[retention.name].keys == ["handled_at"]
+    # The unique constraint is backed by an index the dedupe probe seeks on (SQLite
+    # names it sqlite_autoindex_...).
+    assert ["consumer", "message_id"] in [i.keys for i in info.indexes.values()]
+    assert unique.name in info.constraints
+
+
+def record(consumer: str, message_id: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {INBOX.quoted(connection.vendor)} (consumer, message_id) "
+            "VALUES (%s, %s)", [consumer, message_id])
+
+
+@pytest.mark.django_db
+def test_migrated_inbox_matches_its_description() -> None:
+    assert_inbox_matches_its_description()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inbox_ddl_applied_twice_repairs_a_missing_index_and_keeps_data() -> None:
+    record("shipping", "m-1")
+    introspection.drop_index(connection, INBOX, inbox_table().indexes[0].name)
+    run_ddl(create_statements(connection.vendor, "inbox"))
+    run_ddl(create_statements(connection.vendor, "inbox"))
+    assert list(InboxMessage.objects.values_list("consumer", "message_id")) == [
+        ("shipping", "m-1")]
+    assert_inbox_matches_its_description()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inbox_migration_reverses_alone_and_reapplies() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    call_command("migrate", "eventferry_django", "0002", verbosity=0)
+    assert not introspection.exists(connection, INBOX)
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+    call_command("migrate", "eventferry_django", verbosity=0)
+    assert_inbox_matches_its_description()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_0004_prints_the_same_ddl_as_outbox_sql_inbox() -> None:
+    out = io.StringIO()
+    call_command("sqlmigrate", "eventferry_django", "0004", stdout=out)
+    printed = io.StringIO()
+    call_command("outbox_sql", "--inbox", stdout=printed)
+    statements = printed.getvalue().strip().split(";\n")
+    assert len(statements) >= 2
+    for statement in statements:
+        assert statement.strip().rstrip(";") in out.getvalue()

@@ -15,6 +15,7 @@ from eventferry_django.checks import check_settings
 from eventferry_django.conf import DEFAULTS, get_settings
 from eventferry_django.exceptions import ConfigurationError
 from eventferry_django.naming import TableName
+from eventferry_django.store import dialect_for
 
 
 def errors_for(setting: Any) -> list[tuple[str, str, str | None]]:
@@ -104,16 +105,37 @@ def test_names_too_long_for_the_vendor_are_refused() -> None:
     # PostgreSQL truncates identifiers past 63 characters, which would make two index
     # names collide silently.
     name = TableName("t" * 50)
-    assert {name.claim_index, name.retention_index} <= set(name.too_long_for("postgresql"))
-    assert name.aggregate_index not in name.too_long_for("postgresql")
-    assert name.too_long_for("microsoft") == []
-    assert name.too_long_for("sqlite") == []
+    outbox = dialect_for("postgresql", name).outbox
+    assert {name.claim_index, name.retention_index} <= set(outbox.too_long_for("postgresql"))
+    assert name.aggregate_index not in outbox.too_long_for("postgresql")
+    assert dialect_for("microsoft", name).outbox.too_long_for("microsoft") == []
+    assert dialect_for("sqlite", name).outbox.too_long_for("sqlite") == []
     errors = errors_for({"TABLE": "t" * 50})
     if connection.vendor in {"postgresql", "mysql"}:
         assert [e[0] for e in errors] == ["eventferry.E013"]
         assert "Choose a shorter table name" in (errors[0][2] or "")
     else:
         assert errors == []
+
+
+def test_inbox_names_are_checked_like_the_outbox() -> None:
+    inbox = dialect_for("postgresql", TableName("outbox")).inbox(TableName("i" * 50))
+    assert inbox.too_long_for("postgresql") == [
+        f"UQ_{'i' * 50}_consumer_message_id", f"DF_{'i' * 50}_handled_at",
+        f"IX_{'i' * 50}_handled_at"]
+    errors = errors_for({"INBOX_TABLE": "i" * 50})
+    if connection.vendor in {"postgresql", "mysql"}:
+        assert [e[0] for e in errors] == ["eventferry.E013"]
+        assert errors[0][1].startswith("EVENTFERRY['INBOX_TABLE'] 'iii")
+    else:
+        assert errors == []
+    [(check_id, message, hint)] = errors_for({"INBOX_TABLE": "in box"})
+    assert check_id == "eventferry.E003" and "EVENTFERRY['INBOX_TABLE'] is 'in box'" in message
+    [(check_id, message, hint)] = errors_for({"TABLE": "events", "INBOX_TABLE": "events"})
+    assert check_id == "eventferry.E050" and "cannot share a table" in message
+    assert hint and "INBOX_TABLE" in hint
+    with pytest.raises(ConfigurationError, match="Inbox table name 'a;b' is not a valid"):
+        TableName("a;b", role="Inbox")
 
 
 def test_schema_on_sqlite_is_refused() -> None:

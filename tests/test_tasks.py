@@ -9,9 +9,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
-from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.inbox import record_message
+from eventferry_django.models import InboxMessage, OutboxEvent, Status
 from eventferry_django.publishers.memory import InMemoryPublisher
-from eventferry_django.tasks import archive_closed, purge_closed, relay
+from eventferry_django.tasks import archive_closed, purge_closed, purge_inbox_records, relay
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,6 +34,17 @@ def test_purge_task_deletes_old_closed_rows() -> None:
         status=Status.DONE, processed_at=timezone.now() - dt.timedelta(days=8))
     assert purge_closed.apply(kwargs={"older_than": "7d"}).get() == 2
     assert OutboxEvent.objects.count() == 1
+
+
+def test_purge_inbox_task_deletes_old_records() -> None:
+    for n in range(3):
+        with transaction.atomic():
+            record_message("shipping" if n else "billing", f"m-{n}")
+    InboxMessage.objects.filter(message_id__in=["m-0", "m-1"]).update(
+        handled_at=timezone.now() - dt.timedelta(days=31))
+    assert purge_inbox_records.apply(kwargs={"consumer": "shipping"}).get() == 1
+    assert purge_inbox_records.apply().get() == 1  # default: older than 30 days
+    assert list(InboxMessage.objects.values_list("message_id", flat=True)) == ["m-2"]
 
 
 def test_archive_task_archives_and_purges(spark: object, tmp_path: object) -> None:

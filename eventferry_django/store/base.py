@@ -1,7 +1,9 @@
-"""What every vendor's SQL has in common: the table's shape and the dialect interface.
+"""What every vendor's SQL has in common: the tables' shapes and the dialect interface.
 
-The columns, constraints and indexes are described once here; each vendor module says
-how its dialect spells them (types, quoting, guards) and holds all of its own SQL.
+Each table (the outbox, the consumers' inbox) is described once here as a :class:`Table`:
+columns, constraints and indexes. Every dialect renders any table with the same code;
+each vendor module says how its dialect spells them (types, quoting, guards) and holds
+all of its own SQL.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..naming import QUOTES, TableName
+from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
 from .closed_rows import ClosedRowsSql
 
 
@@ -45,6 +47,19 @@ COLUMNS: tuple[Column, ...] = (
 
 JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
 
+#: The consumers' inbox: one row per (consumer, message id) handled. The clustered key is
+#: an ascending id, not the random message ids, so inserts append instead of splitting
+#: pages; the unique key is what turns a redelivered message into "handled already".
+INBOX_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("consumer", "text255"),
+    Column("message_id", "text64"),
+    Column("handled_at", "timestamp", default="now"),
+)
+
+#: The inbox's unique key, in the order its index is built and probed.
+INBOX_KEY: tuple[str, ...] = ("consumer", "message_id")
+
 #: Columns publish_event() writes; the rest take their database defaults.
 INSERT_COLUMNS: tuple[str, ...] = (
     "message_id",
@@ -76,6 +91,61 @@ class Index:
     open_rows_only: bool = False
 
 
+@dataclass(frozen=True)
+class Unique:
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A CHECK constraint; ``expression`` writes each column as ``{column}``, which the
+    dialect replaces with the quoted name. JSON checks are not listed: they follow from
+    the ``json`` columns, as the vendor spells them (or leaves them to the type)."""
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table's shape, rendered into guarded, idempotent DDL by any dialect.
+
+    The primary key is always ``id``; its name and every other object name embed the
+    table name, so a DBA can tell which table an index serves.
+    """
+
+    name: TableName
+    columns: tuple[Column, ...]
+    uniques: tuple[Unique, ...] = ()
+    checks: tuple[Check, ...] = ()
+    indexes: tuple[Index, ...] = ()
+
+    @property
+    def json_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.kind == "json")
+
+    def object_names(self) -> tuple[str, ...]:
+        """The table's name and every name derived from it."""
+        return (
+            self.name.table,
+            self.name.primary_key,
+            *(u.name for u in self.uniques),
+            *(self.name.json_check(c) for c in self.json_columns),
+            *(c.name for c in self.checks),
+            *(self.name.default_constraint(c.name) for c in self.columns if c.default),
+            *(i.name for i in self.indexes),
+        )
+
+    def too_long_for(self, vendor: str) -> list[str]:
+        """Names the vendor would truncate (PostgreSQL silently does, so two index names
+        could collide)."""
+        limit = MAX_IDENTIFIER_LENGTH.get(vendor)
+        if limit is None:
+            return []
+        return [name for name in self.object_names() if len(name) > limit]
+
+
 def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tuple[Index, ...]:
     """The contract's three indexes. ``status_keyed_probe`` makes ``status`` the second key
     column of the head-of-aggregate index (see :attr:`Dialect.status_keyed_probe`)."""
@@ -99,8 +169,34 @@ def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tu
     )
 
 
+def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:
+    """The contract's outbox table named ``name``, with the dialect's ``indexes``."""
+    return Table(
+        name,
+        COLUMNS,
+        uniques=(Unique(name.message_id_unique, ("message_id",)),),
+        checks=(
+            Check(name.status_check, "{status} IN (0, 1, 2, 3, 4)"),
+            Check(name.claimed_check, "{status} <> 1 OR {claimed_at} IS NOT NULL"),
+        ),
+        indexes=indexes,
+    )
+
+
+def inbox_table(name: TableName) -> Table:
+    """The consumers' inbox named ``name``."""
+    return Table(
+        name,
+        INBOX_COLUMNS,
+        uniques=(Unique(f"UQ_{name.table}_consumer_message_id", INBOX_KEY),),
+        # The retention scan of ``outbox_purge --inbox``.
+        indexes=(Index(f"IX_{name.table}_handled_at", ("handled_at",)),),
+    )
+
+
 class Dialect(ClosedRowsSql):
-    """All SQL of one vendor, for one outbox table.
+    """All SQL of one vendor: the DDL of any :class:`Table`, the outbox's operations
+    (for the outbox named at construction) and the inbox's.
 
     Subclasses set the class attributes and override the hooks whose spelling differs;
     rendering the shared shape happens here once.
@@ -136,19 +232,32 @@ class Dialect(ClosedRowsSql):
         return ", ".join(self.quote(n) for n in names)
 
     # -- DDL ---------------------------------------------------------------------------
+    # Every DDL method takes the table it renders; left out, that is this dialect's outbox.
+    @property
+    def outbox(self) -> Table:
+        return outbox_table(self.name, self.indexes())
+
+    def inbox(self, name: TableName) -> Table:
+        """The inbox named ``name`` (with this vendor's default schema filled in)."""
+        return inbox_table(name.for_vendor(self.vendor))
+
+    def qualified(self, table: Table) -> str:
+        """The table's quoted, schema-qualified name."""
+        return table.name.quoted(self.vendor)
+
     def column_type(self, column: Column) -> str:
         return self.COLUMN_TYPES[column.kind]
 
-    def default_clause(self, column: Column) -> str:
+    def default_clause(self, table: Table, column: Column) -> str:
         assert column.default is not None
         return f" DEFAULT {self.DEFAULTS[column.default]}"
 
-    def column_definition(self, column: Column) -> str:
+    def column_definition(self, table: Table, column: Column) -> str:
         definition = f"{self.quote(column.name)} {self.column_type(column)}"
         if column.kind != "id":
             definition += " NULL" if column.nullable else " NOT NULL"
         if column.default is not None:
-            definition += self.default_clause(column)
+            definition += self.default_clause(table, column)
         return definition
 
     def json_check(self, column: str) -> str | None:
@@ -156,56 +265,61 @@ class Dialect(ClosedRowsSql):
         already guarantees it."""
         raise NotImplementedError
 
-    def primary_key(self) -> str | None:
-        return f"CONSTRAINT {self.quote(self.name.primary_key)} PRIMARY KEY ({self.quote('id')})"
+    def primary_key(self, table: Table) -> str | None:
+        return (f"CONSTRAINT {self.quote(table.name.primary_key)} "
+                f"PRIMARY KEY ({self.quote('id')})")
 
-    def table_constraints(self) -> list[str]:
-        n, q = self.name, self.quote
-        constraints = [self.primary_key()]
-        constraints.append(f"CONSTRAINT {q(n.message_id_unique)} UNIQUE ({q('message_id')})")
-        for column, check_name in (("payload", n.payload_check), ("headers", n.headers_check)):
+    def table_constraints(self, table: Table) -> list[str]:
+        q = self.quote
+        constraints = [self.primary_key(table)]
+        constraints += [f"CONSTRAINT {q(u.name)} UNIQUE ({self.columns(u.columns)})"
+                        for u in table.uniques]
+        for column in table.json_columns:
             expression = self.json_check(column)
             if expression is not None:
-                constraints.append(f"CONSTRAINT {q(check_name)} CHECK ({expression})")
-        constraints.append(
-            f"CONSTRAINT {q(n.status_check)} CHECK ({q('status')} IN (0, 1, 2, 3, 4))"
-        )
-        constraints.append(
-            f"CONSTRAINT {q(n.claimed_check)} "
-            f"CHECK ({q('status')} <> 1 OR {q('claimed_at')} IS NOT NULL)"
-        )
+                constraints.append(
+                    f"CONSTRAINT {q(table.name.json_check(column))} CHECK ({expression})"
+                )
+        quoted = {c.name: q(c.name) for c in table.columns}
+        constraints += [f"CONSTRAINT {q(c.name)} CHECK ({c.expression.format_map(quoted)})"
+                        for c in table.checks]
         return [c for c in constraints if c is not None]
 
-    def table_body(self, indent: str = "") -> str:
-        lines = [self.column_definition(c) for c in COLUMNS] + self.table_constraints()
+    def table_body(self, table: Table, indent: str = "") -> str:
+        lines = ([self.column_definition(table, c) for c in table.columns]
+                 + self.table_constraints(table))
         return "(\n" + ",\n".join(f"{indent}    {line}" for line in lines) + f"\n{indent})"
 
-    def index_definition(self, index: Index) -> str:
+    def index_definition(self, index: Index, table: Table | None = None) -> str:
+        table = table or self.outbox
         keys = index.keys if self.supports_include else index.keys + index.include
-        sql = f"{self.quote(index.name)} ON {self.table} ({self.columns(keys)})"
+        sql = f"{self.quote(index.name)} ON {self.qualified(table)} ({self.columns(keys)})"
         if self.supports_include and index.include:
             sql += f" INCLUDE ({self.columns(index.include)})"
         if index.open_rows_only and self.supports_partial_index:
             sql += f" WHERE {self.quote('status')} IN {OPEN_STATUSES_SQL}"
         return sql
 
-    def create_statements(self) -> list[str]:
+    def create_statements(self, table: Table | None = None) -> list[str]:
         """The guarded, idempotent DDL that creates whatever part of the table is missing.
 
         ``IF NOT EXISTS`` serves where the vendor has it for tables and indexes alike.
         """
-        statements = [f"CREATE TABLE IF NOT EXISTS {self.table} {self.table_body()}"]
+        table = table or self.outbox
+        statements = [f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} "
+                      f"{self.table_body(table)}"]
         statements += [
-            f"CREATE INDEX IF NOT EXISTS {self.index_definition(index)}"
-            for index in self.indexes()
+            f"CREATE INDEX IF NOT EXISTS {self.index_definition(index, table)}"
+            for index in table.indexes
         ]
         return statements
 
     def indexes(self) -> tuple[Index, ...]:
+        """The outbox's indexes as this vendor builds them."""
         return contract_indexes(self.name, status_keyed_probe=self.status_keyed_probe)
 
-    def drop_statements(self) -> list[str]:
-        return [f"DROP TABLE IF EXISTS {self.table}"]
+    def drop_statements(self, table: Table | None = None) -> list[str]:
+        return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]
 
     # -- DML ---------------------------------------------------------------------------
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
@@ -428,20 +542,29 @@ class Dialect(ClosedRowsSql):
         )
         return int(cursor.rowcount)
 
-    #: How the purge's id subquery ends: its limit, and a lock where there are row locks.
+    #: How a batch delete's id subquery ends: its limit, and a lock where there are row
+    #: locks.
     purge_subquery_tail: ClassVar[str] = "LIMIT %s"
+
+    def delete_batch(
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
+    ) -> int:
+        """Delete up to ``limit`` rows of ``table`` (quoted) that match ``condition`` (SQL
+        whose placeholders ``params`` fill); the purges of both tables run on this."""
+        q = self.quote
+        cursor.execute(
+            f"DELETE FROM {table} WHERE {q('id')} IN (SELECT {q('id')} FROM {table} "
+            f"WHERE {condition} {self.purge_subquery_tail})",
+            [*params, limit],
+        )
+        return int(cursor.rowcount)
 
     def purge_batch(
         self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
     ) -> int:
         """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
-        q = self.quote
-        cursor.execute(
-            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT {q('id')} FROM {self.table} "
-            f"WHERE {self.purge_condition(statuses)} {self.purge_subquery_tail})",
-            [cutoff, limit],
-        )
-        return int(cursor.rowcount)
+        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
+                                 limit)
 
     #: The placeholder of a bound time (purge's cutoff, a lease token).
     timestamp_placeholder: ClassVar[str] = "%s"
@@ -451,3 +574,38 @@ class Dialect(ClosedRowsSql):
         q = self.quote
         codes = ", ".join(str(int(s)) for s in statuses)
         return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.timestamp_placeholder}"
+
+    # -- the inbox ---------------------------------------------------------------------
+    def record_message(self, cursor: Any, table: Table, consumer: str, message_id: str) -> bool:
+        """Insert the inbox row of (``consumer``, ``message_id``) unless it exists; True
+        when this call inserted it.
+
+        An uncommitted row of another transaction with the same key makes this wait for
+        that transaction: if it commits, nothing is inserted (False); if it rolls back,
+        this inserts. So two deliveries of one message never both get True.
+        """
+        sql = self.statement(("record", table.name), lambda: self.record_message_sql(table))
+        cursor.execute(sql, self.record_message_params(consumer, message_id))
+        return int(cursor.rowcount) == 1
+
+    def record_message_sql(self, table: Table) -> str:
+        """Placeholders: those of :meth:`record_message_params`."""
+        key = self.columns(INBOX_KEY)
+        return (f"INSERT INTO {self.qualified(table)} ({key}) VALUES (%s, %s) "
+                f"ON CONFLICT ({key}) DO NOTHING")
+
+    def record_message_params(self, consumer: str, message_id: str) -> list[Any]:
+        return [consumer, message_id]
+
+    def inbox_purge_batch(
+        self, cursor: Any, table: Table, cutoff: Any, consumer: str | None, limit: int
+    ) -> int:
+        """Delete up to ``limit`` inbox rows handled before ``cutoff`` (of ``consumer``
+        only, unless None)."""
+        q = self.quote
+        condition = f"{q('handled_at')} < {self.timestamp_placeholder}"
+        params = [cutoff]
+        if consumer is not None:
+            condition += f" AND {q('consumer')} = %s"
+            params.append(consumer)
+        return self.delete_batch(cursor, self.qualified(table), condition, params, limit)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import CLAIM_COLUMNS, JSON_COLUMNS, Column, Dialect
+from .base import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, Column, Dialect, Table
 from .closed_rows import codes
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
@@ -67,49 +67,53 @@ class MicrosoftDialect(Dialect):
             return "JSON"
         return super().column_type(column)
 
-    def default_clause(self, column: Column) -> str:
+    def default_clause(self, table: Table, column: Column) -> str:
         # Named, so a later ALTER can find the constraint without looking up a random name.
-        name = self.quote(self.name.default_constraint(column.name))
-        return f" CONSTRAINT {name}{super().default_clause(column)}"
+        name = self.quote(table.name.default_constraint(column.name))
+        return f" CONSTRAINT {name}{super().default_clause(table, column)}"
 
     def json_check(self, column: str) -> str | None:
         if self.native_json:
             return None
         return f"ISJSON({self.quote(column)}) = 1"
 
-    def primary_key(self) -> str:
-        # A clustered B-tree on id is part of the design: row locks and READPAST depend
-        # on it, and a clustered columnstore would silently break both.
+    def primary_key(self, table: Table) -> str:
+        # A clustered B-tree on an ascending id is part of the design: row locks and
+        # READPAST depend on it, a clustered columnstore would silently break both, and
+        # new rows append at the end of the index instead of splitting pages.
         return (
-            f"CONSTRAINT {self.quote(self.name.primary_key)} "
+            f"CONSTRAINT {self.quote(table.name.primary_key)} "
             f"PRIMARY KEY CLUSTERED ({self.quote('id')})"
         )
 
-    @property
-    def object_id(self) -> str:
-        return f"OBJECT_ID({_unicode_literal(self.table)}, N'U')"
+    def object_id(self, table: Table) -> str:
+        return f"OBJECT_ID({_unicode_literal(self.qualified(table))}, N'U')"
 
-    def guarded_blocks(self) -> list[tuple[str, str]]:
+    def guarded_blocks(self, table: Table | None = None) -> list[tuple[str, str]]:
         """(guard condition, statement) pairs: the table first, then each index."""
-        table = f"CREATE TABLE {self.table} {self.table_body(indent='    ')}"
-        blocks = [(f"{self.object_id} IS NULL", table)]
-        for index in self.indexes():
+        table = table or self.outbox
+        object_id = self.object_id(table)
+        create = f"CREATE TABLE {self.qualified(table)} {self.table_body(table, indent='    ')}"
+        blocks = [(f"{object_id} IS NULL", create)]
+        for index in table.indexes:
             guard = (
                 "NOT EXISTS (SELECT 1 FROM sys.indexes "
-                f"WHERE name = {_unicode_literal(index.name)} AND object_id = {self.object_id})"
+                f"WHERE name = {_unicode_literal(index.name)} AND object_id = {object_id})"
             )
-            blocks.append((guard, f"CREATE NONCLUSTERED INDEX {self.index_definition(index)}"))
+            blocks.append(
+                (guard, f"CREATE NONCLUSTERED INDEX {self.index_definition(index, table)}")
+            )
         return blocks
 
-    def create_statements(self) -> list[str]:
+    def create_statements(self, table: Table | None = None) -> list[str]:
         # One batch; each object under its own guard, so any missing part is repaired.
         return ["\n".join(
             f"IF {guard}\nBEGIN\n    {statement};\nEND;"
-            for guard, statement in self.guarded_blocks()
+            for guard, statement in self.guarded_blocks(table)
         )]
 
-    def drop_statements(self) -> list[str]:
-        return [f"DROP TABLE IF EXISTS {self.table};"]
+    def drop_statements(self, table: Table | None = None) -> list[str]:
+        return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
@@ -193,14 +197,13 @@ class MicrosoftDialect(Dialect):
         # 1205: chosen as deadlock victim; the batch was rolled back (XACT_ABORT).
         return any(str(DEADLOCK_VICTIM) in str(arg) for arg in exc.args)
 
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    def delete_batch(
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
     ) -> int:
         # READPAST: a row locked by anyone is left for the next purge, never waited on.
         cursor.execute(
-            f"DELETE TOP (%s) FROM {self.table} WITH (ROWLOCK, READPAST) "
-            f"WHERE {self.purge_condition(statuses)}",
-            [limit, cutoff],
+            f"DELETE TOP (%s) FROM {table} WITH (ROWLOCK, READPAST) WHERE {condition}",
+            [limit, *params],
         )
         return int(cursor.rowcount)
 
@@ -239,3 +242,24 @@ class MicrosoftDialect(Dialect):
             f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
             f"WHERE o.{q('status')} IN ({codes(statuses)})"
         )
+
+    def record_message_sql(self, table: Table) -> str:
+        """Parameters: consumer, message id, consumer, message id.
+
+        UPDLOCK and HOLDLOCK make the existence probe and the insert one step: the probe
+        takes a key-range lock on the (consumer, message id) key, so a concurrent
+        delivery of the same message waits for this transaction instead of both seeing
+        "absent" (which would leave one of them with a duplicate-key error). The lock is
+        taken with locking semantics under RCSI too.
+        """
+        q = self.quote
+        qualified = self.qualified(table)
+        return (
+            f"INSERT INTO {qualified} ({self.columns(INBOX_KEY)})\n"
+            "    SELECT %s, %s\n"
+            f"    WHERE NOT EXISTS (SELECT 1 FROM {qualified} WITH (UPDLOCK, HOLDLOCK)\n"
+            f"        WHERE {q('consumer')} = %s AND {q('message_id')} = %s)"
+        )
+
+    def record_message_params(self, consumer: str, message_id: str) -> list[Any]:
+        return [consumer, message_id, consumer, message_id]

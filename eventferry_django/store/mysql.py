@@ -15,7 +15,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import Dialect
+from ..naming import TableName
+from .base import INBOX_KEY, Dialect, Table
 from .closed_rows import codes
 
 
@@ -43,23 +44,24 @@ class MysqlDialect(Dialect):
         # CHECK is what rejects malformed documents.
         return f"JSON_VALID({self.quote(column)})"
 
-    @property
-    def schema_expression(self) -> str:
-        return f"'{self.name.schema}'" if self.name.schema else "DATABASE()"
+    @staticmethod
+    def schema_expression(name: TableName) -> str:
+        return f"'{name.schema}'" if name.schema else "DATABASE()"
 
-    def create_statements(self) -> list[str]:
+    def create_statements(self, table: Table | None = None) -> list[str]:
+        table = table or self.outbox
         statements = [
-            f"CREATE TABLE IF NOT EXISTS {self.table} {self.table_body()} "
+            f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} {self.table_body(table)} "
             # Binary collation: message and aggregate ids compare exactly, as elsewhere.
             "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
         ]
-        for index in self.indexes():
-            create = f"CREATE INDEX {self.index_definition(index)}"
+        for index in table.indexes:
+            create = f"CREATE INDEX {self.index_definition(index, table)}"
             statements += [
                 "SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, "
                 f"'{create}', 'DO 0') FROM information_schema.statistics "
-                f"WHERE table_schema = {self.schema_expression} "
-                f"AND table_name = '{self.name.table}' AND index_name = '{index.name}')",
+                f"WHERE table_schema = {self.schema_expression(table.name)} "
+                f"AND table_name = '{table.name.table}' AND index_name = '{index.name}')",
                 "PREPARE eventferry_ddl FROM @eventferry_ddl",
                 "EXECUTE eventferry_ddl",
                 "DEALLOCATE PREPARE eventferry_ddl",
@@ -109,13 +111,12 @@ class MysqlDialect(Dialect):
         )
         return list(cursor.fetchall())
 
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    def delete_batch(
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
     ) -> int:
         cursor.execute(
-            f"DELETE FROM {self.table} WHERE {self.purge_condition(statuses)} "
-            f"ORDER BY {self.quote('id')} LIMIT %s",
-            [cutoff, limit],
+            f"DELETE FROM {table} WHERE {condition} ORDER BY {self.quote('id')} LIMIT %s",
+            [*params, limit],
         )
         return int(cursor.rowcount)
 
@@ -134,3 +135,11 @@ class MysqlDialect(Dialect):
             f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
             f"WHERE o.{q('status')} IN ({codes(statuses)})"
         )
+
+    def record_message_sql(self, table: Table) -> str:
+        # No ON CONFLICT here. IGNORE turns only the duplicate key into "0 rows": the
+        # values are validated before they get here, so there is nothing else for it to
+        # hide. (ON DUPLICATE KEY UPDATE would report 1 row either way: Django connects
+        # with CLIENT_FOUND_ROWS.)
+        return (f"INSERT IGNORE INTO {self.qualified(table)} ({self.columns(INBOX_KEY)}) "
+                "VALUES (%s, %s)")

@@ -5,32 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
-import random
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from django.db import DatabaseError, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
-
-from ..conf import get_settings
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
-from . import dialect_for
-from .base import MAX_BATCH, Dialect
+from .base import MAX_BATCH
+from .bound import BoundStore
 from .closed_rows import ClosedRowSelection, SelectionStats
-
-logger = logging.getLogger("eventferry.store")
-
-T = TypeVar("T")
-
-#: How many times an operation that lost a deadlock is tried in all.
-TRANSIENT_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -67,47 +52,8 @@ def _truncate(error: str, limit: int = 4000) -> str:
     return error if len(error) <= limit else error[: limit - 1] + "…"
 
 
-class OutboxStore:
+class OutboxStore(BoundStore):
     """The outbox table on one database alias (``EVENTFERRY["DATABASE"]`` by default)."""
-
-    def __init__(self, using: str | None = None) -> None:
-        settings = get_settings()
-        self.alias = using or settings.database
-        self.dialect: Dialect = dialect_for(
-            self.connection.vendor, settings.table_name, native_json=settings.native_json
-        )
-
-    @property
-    def connection(self) -> BaseDatabaseWrapper:
-        return connections[self.alias]
-
-    def _run(self, operation: Callable[[Any], T], *, atomic: bool = True) -> T:
-        """Run ``operation`` with a cursor; in a transaction only when it issues more
-        than one statement (autocommit saves a BEGIN and a COMMIT round trip) or when
-        the vendor can let the transaction's commit skip the wait for durability.
-
-        A deadlock victim (or another error the vendor calls transient) is run again
-        from the start: every operation here is conditioned on the rows' current state
-        (status, lease), so repeating a rolled-back one is safe. Not inside a caller's
-        transaction, though: that one is lost and only the caller can repeat it.
-        """
-        setup = self.dialect.relay_transaction_sql
-        for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
-            scope = transaction.atomic(using=self.alias) if atomic or setup else nullcontext()
-            in_callers_transaction = self.connection.in_atomic_block
-            try:
-                with scope, self.connection.cursor() as cursor:
-                    if setup:
-                        cursor.execute(setup)
-                    return operation(cursor)
-            except DatabaseError as exc:
-                if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
-                        or not self.dialect.is_transient(exc)):
-                    raise
-                logger.info("transient database error, trying again (%d/%d): %s",
-                            attempt, TRANSIENT_ATTEMPTS - 1, exc)
-                time.sleep(random.uniform(0, 0.02 * attempt))
-        raise AssertionError("unreachable")
 
     # -- claim -------------------------------------------------------------------------
     def claim(self, limit: int, lease_timeout: float) -> list[ClaimedEvent]:
@@ -220,21 +166,11 @@ class OutboxStore:
         Open rows (pending, claimed, failed) are never deleted, whatever is asked."""
         if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
             raise EventferryError("purge deletes done and/or dead rows only.")
-        if not 1 <= batch_size <= MAX_BATCH:
-            raise EventferryError(f"batch_size must be 1..{MAX_BATCH:,}, got {batch_size!r}.")
         cutoff = self.connection.ops.adapt_datetimefield_value(older_than)
-        deleted = 0
-        while max_rows is None or deleted < max_rows:
-            batch = self._run(
-                lambda cursor: self.dialect.purge_batch(cursor, statuses, cutoff, batch_size),
-                atomic=False,
-            )
-            deleted += batch
-            if progress is not None:
-                progress(deleted)
-            if batch < batch_size:
-                break
-        return deleted
+        return self.delete_in_batches(
+            lambda cursor, limit: self.dialect.purge_batch(cursor, statuses, cutoff, limit),
+            batch_size=batch_size, max_rows=max_rows, progress=progress,
+        )
 
     # -- history -----------------------------------------------------------------------
     def utc_now(self) -> dt.datetime:

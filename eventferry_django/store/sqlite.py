@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import Column, Dialect
+from .base import Column, Dialect, Table
 from .closed_rows import codes
 
 
@@ -33,16 +33,16 @@ class SqliteDialect(Dialect):
         "now": "(strftime('%Y-%m-%d %H:%M:%f', 'now'))",
     }
 
-    def column_definition(self, column: Column) -> str:
-        definition = super().column_definition(column)
+    def column_definition(self, table: Table, column: Column) -> str:
+        definition = super().column_definition(table, column)
         if column.kind == "id":
             # AUTOINCREMENT is only allowed on the column itself.
             definition += (
-                f" CONSTRAINT {self.quote(self.name.primary_key)} PRIMARY KEY AUTOINCREMENT"
+                f" CONSTRAINT {self.quote(table.name.primary_key)} PRIMARY KEY AUTOINCREMENT"
             )
         return definition
 
-    def primary_key(self) -> None:
+    def primary_key(self, table: Table) -> None:
         return None
 
     def json_check(self, column: str) -> str:

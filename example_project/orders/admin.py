@@ -1,17 +1,12 @@
 from django.contrib import admin
 
-from .models import CustomerTally, Order, ProcessedMessage, Shipment
+from .models import CustomerTally, Order, Shipment
 
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
     list_display = ("reference", "customer", "total", "status", "created_at")
     list_filter = ("status",)
-
-
-@admin.register(ProcessedMessage)
-class ProcessedMessageAdmin(admin.ModelAdmin):
-    list_display = ("message_id", "topic", "processed_at")
 
 
 @admin.register(CustomerTally)

@@ -1,9 +1,10 @@
 """The consumer of order events: idempotent by message id.
 
 The outbox relay delivers *at least once*: a relay that dies after the broker took a
-message but before it recorded so will publish that message again. So handling a message
-inserts its message id into ``ProcessedMessage`` (unique) in the same transaction as the
-side effects; a redelivered message hits the unique key, is skipped and acked.
+message but before it recorded so will publish that message again. So messages go
+through eventferry's inbox (``InboxCallback``): handling one records its message id in
+the inbox table in the same transaction as the side effects, and a redelivered message
+is skipped and acked.
 
 It runs inside a Celery worker as a bootstep (see ``shop/celery.py``), reading the
 ``shop.orders`` queue on the worker's broker connection::
@@ -25,11 +26,11 @@ from decimal import Decimal
 from typing import Any
 
 from celery import bootsteps
-from django.db import IntegrityError, close_old_connections, transaction
 from django.db.models import F
+from eventferry_django.inbox.kombu import Delivery, InboxCallback
 from kombu import Consumer, Exchange, Queue, binding
 
-from .models import CustomerTally, ProcessedMessage, Shipment
+from .models import CustomerTally, Shipment
 
 logger = logging.getLogger("orders.consumers")
 
@@ -62,8 +63,6 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], None]] = {
 QUEUE = Queue("shop.orders", durable=True,
               bindings=[binding(EXCHANGE, routing_key=topic) for topic in HANDLERS])
 
-HANDLED, DUPLICATE = "handled", "duplicate"
-
 
 @dataclass
 class ConsumerStats:
@@ -73,58 +72,36 @@ class ConsumerStats:
     duplicates: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def count(self, outcome: str) -> None:
+    def count(self, outcome: Delivery) -> None:
         with self.lock:
-            if outcome == HANDLED:
+            if outcome is Delivery.HANDLED:
                 self.handled += 1
-            else:
+            elif outcome is Delivery.DUPLICATE:
                 self.duplicates += 1
 
 
 stats = ConsumerStats()
 
 
-def handle_event(message_id: str, topic: str, event: dict[str, Any]) -> str:
-    """Apply ``event`` once: returns ``HANDLED``, or ``DUPLICATE`` for a message id that
-    was handled before (nothing is changed then)."""
-    handler = HANDLERS[topic]
-    with transaction.atomic():
-        # The ledger row first: a duplicate fails here before any side effect, and on
-        # SQLite the transaction takes its write lock with its first statement.
-        try:
-            with transaction.atomic():
-                ProcessedMessage.objects.create(message_id=message_id, topic=topic)
-        except IntegrityError:
-            return DUPLICATE
-        handler(event)
-    return HANDLED
+def handle_event(body: dict[str, Any], message: Any) -> None:
+    HANDLERS[message.delivery_info["routing_key"]](body)
+
+
+#: The inbox's consumer name: each consumer handles a message once, on its own.
+handle_once = InboxCallback("shop.orders", handle_event)
 
 
 def on_message(body: Any, message: Any) -> None:
-    """kombu callback: handle, then ack once the transaction has committed."""
-    message_id = message.properties.get("message_id")
+    """kombu callback: handle once (acked after the commit), or skip a redelivery."""
     topic = message.delivery_info.get("routing_key")
-    if not message_id or topic not in HANDLERS or not isinstance(body, dict):
-        logger.error("rejecting message %r (topic %r): not an order event", message_id, topic)
+    if topic not in HANDLERS or not isinstance(body, dict):
+        logger.error("rejecting message %r (topic %r): not an order event",
+                     message.properties.get("message_id"), topic)
         message.reject()
         return
-    close_old_connections()
-    try:
-        outcome = handle_event(message_id, topic, body)
-    except Exception:
-        # Not acked, not requeued in a hot loop: on RabbitMQ give the queue a dead-letter
-        # exchange (x-dead-letter-exchange) to keep such messages for inspection.
-        logger.exception("failed to handle %s %s", topic, message_id)
-        message.reject()
-        return
-    finally:
-        close_old_connections()
+    outcome = handle_once(body, message)
     stats.count(outcome)
-    if outcome == DUPLICATE:
-        logger.info("skipped %s %s: handled before (redelivery)", topic, message_id)
-    else:
-        logger.info("handled %s %s", topic, message_id)
-    message.ack()
+    logger.info("%s %s %s", outcome.value, topic, message.properties.get("message_id"))
 
 
 class OrderEventsConsumerStep(bootsteps.ConsumerStep):

@@ -1,7 +1,7 @@
 """The shop's side (``Order``) and, in the same app for the demo's sake, the consuming
-side: what a downstream service (shipping, customer statistics) keeps, plus the
-``ProcessedMessage`` ledger that makes its handling idempotent. In a real system the
-consumer would be another service with its own database."""
+side: what a downstream service (shipping, customer statistics) keeps. eventferry's
+inbox table makes its handling idempotent. In a real system the consumer would be
+another service with its own database."""
 
 from __future__ import annotations
 
@@ -36,20 +36,6 @@ class Order(models.Model):
 
 
 # -- the consumer's tables ----------------------------------------------------------------
-
-class ProcessedMessage(models.Model):
-    """One row per message handled: inserted in the same transaction as the handler's
-    side effects, so a message is either handled and recorded, or neither. The unique
-    ``message_id`` turns a redelivery into a duplicate-key error instead of a second
-    side effect."""
-
-    message_id = models.CharField(max_length=64, unique=True)
-    topic = models.CharField(max_length=255)
-    processed_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{self.topic} {self.message_id}"
-
 
 class CustomerTally(models.Model):
     """Orders and spend per customer: a counter, so handling a message twice would show."""

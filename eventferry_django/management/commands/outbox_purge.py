@@ -1,14 +1,15 @@
-"""``manage.py outbox_purge``: delete old done (and, if asked, dead) outbox rows."""
+"""``manage.py outbox_purge``: delete old done (and, if asked, dead) outbox rows, or with
+``--inbox`` old records of handled messages."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import MAX_BATCH_SIZE
-from ...operations import PURGE_STATUSES, purge
+from ...operations import PURGE_STATUSES, PurgeResult, purge, purge_inbox
 from ._arguments import add_database_argument, database_alias, duration, int_range
 
 
@@ -16,16 +17,25 @@ class Command(BaseCommand):
     help = (
         "Delete done outbox rows (and dead ones with --status dead/both) processed longer "
         "ago than --older-than, in batches. Pending, claimed and failed rows are never "
-        "deleted."
+        "deleted. With --inbox, delete the inbox's records of messages handled longer ago "
+        "instead."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than", type=duration, required=True,
-            help="Age of the rows to delete, by processed time: e.g. 0s, 90m, 12h, 7d.",
+            help="Age of the rows to delete, by processed time (with --inbox: by handled "
+            "time): e.g. 0s, 90m, 12h, 7d.",
         )
-        parser.add_argument("--status", choices=sorted(PURGE_STATUSES), default="done",
-                            help="Which closed rows to delete (default: %(default)s).")
+        parser.add_argument("--status", choices=sorted(PURGE_STATUSES),
+                            help="Which closed outbox rows to delete (default: done).")
+        parser.add_argument(
+            "--inbox", action="store_true",
+            help="Purge the inbox (consumers' records of handled messages) instead of the "
+            "outbox. A message redelivered after its record is gone is handled again.",
+        )
+        parser.add_argument("--consumer",
+                            help="With --inbox: only this consumer's records (default: all).")
         parser.add_argument(
             "--batch-size", type=int_range(1, MAX_BATCH_SIZE), default=1000,
             help="Rows deleted per statement (default: %(default)s; above 5,000 SQL Server "
@@ -49,13 +59,23 @@ class Command(BaseCommand):
                 self.stdout.write(f"  ... {deleted:,} rows deleted so far")
                 last_report = time.monotonic()
 
-        result = purge(
-            options["older_than"], status=options["status"], batch_size=options["batch_size"],
-            max_rows=options["max_rows"], dry_run=options["dry_run"], using=alias,
-            progress=progress,
-        )
+        common = dict(batch_size=options["batch_size"], max_rows=options["max_rows"],
+                      dry_run=options["dry_run"], using=alias, progress=progress)
+        result: PurgeResult
+        if options["inbox"]:
+            if options["status"] is not None:
+                raise CommandError("--status selects outbox rows; --inbox purges by handled "
+                                   "time alone.")
+            result = purge_inbox(options["older_than"], consumer=options["consumer"], **common)
+            what = "inbox record(s) of messages handled"
+        else:
+            if options["consumer"] is not None:
+                raise CommandError("--consumer needs --inbox.")
+            status = options["status"] or "done"
+            result = purge(options["older_than"], status=status, **common)
+            what = f"{status} row(s) processed"
         verb = "Would delete" if result.dry_run else "Deleted"
         self.stdout.write(
-            f"{verb} {result.rows:,} {options['status']} row(s) processed before "
+            f"{verb} {result.rows:,} {what} before "
             f"{result.cutoff.isoformat(timespec='seconds')}."
         )

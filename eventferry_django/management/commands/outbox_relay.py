@@ -12,7 +12,7 @@ from django.db import connections
 
 from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT, get_settings
 from ...exceptions import ConfigurationError
-from ...metrics import start_metrics_server
+from ...metrics import METRICS_ADDR, start_metrics_server
 from ...relay import Relay, RelayConfig
 from ...store.outbox import OutboxStore
 from ._arguments import int_range, positive_seconds
@@ -57,8 +57,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--metrics-port", type=int_range(1, 65535), default=None, metavar="PORT",
             help="Serve Prometheus metrics (relay counters and backlog gauges) on "
-            "http://0.0.0.0:PORT/metrics from this process; needs prometheus_client "
+            "http://ADDR:PORT/metrics from this process; needs prometheus_client "
             "(default: off).",
+        )
+        parser.add_argument(
+            "--metrics-addr", default=None, metavar="ADDR",
+            help="Interface the metrics server listens on, with --metrics-port: an address "
+            f"or host name; 0.0.0.0 or :: for every interface (default: {METRICS_ADDR}, "
+            "this machine only).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -66,13 +72,17 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown database alias {options['database']!r}.")
         if options["once"] and options["until_empty"]:
             raise CommandError("--once and --until-empty exclude each other.")
+        if options["metrics_addr"] is not None and options["metrics_port"] is None:
+            raise CommandError("--metrics-addr needs --metrics-port.")
         self._configure_logging(options["verbosity"])
         if options["metrics_port"] is not None:
+            addr = options["metrics_addr"] or METRICS_ADDR
             try:
-                start_metrics_server(options["metrics_port"], using=options["database"])
+                start_metrics_server(options["metrics_port"], addr=addr,
+                                     using=options["database"])
             except (ConfigurationError, OSError) as exc:
-                raise CommandError(f"Cannot serve metrics on port "
-                                   f"{options['metrics_port']}: {exc}") from exc
+                raise CommandError(f"Cannot serve metrics on port {options['metrics_port']} "
+                                   f"of {addr}: {exc}") from exc
         relay = Relay(RelayConfig.from_settings(
             batch_size=options["batch_size"],
             batches_in_flight=options["batches_in_flight"],

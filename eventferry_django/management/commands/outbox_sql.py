@@ -1,4 +1,5 @@
-"""``manage.py outbox_sql``: print the outbox DDL for review, touching no database."""
+"""``manage.py outbox_sql``: print the outbox (or inbox) DDL for review, touching no
+database."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
-from ...ddl import outbox_dialect
+from ...ddl import table_ddl
 from ...exceptions import EventferryError
 from ...store import VENDORS
 
 
 class Command(BaseCommand):
     help = (
-        "Print the exact DDL that `migrate` runs for the outbox table, without connecting "
-        "to a database (for DBAs who review schema changes). Defaults come from EVENTFERRY "
-        "and the vendor of its DATABASE."
+        "Print the exact DDL that `migrate` runs for the outbox table (with --inbox: the "
+        "inbox table), without connecting to a database (for DBAs who review schema "
+        "changes). Defaults come from EVENTFERRY and the vendor of its DATABASE."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -30,7 +31,10 @@ class Command(BaseCommand):
                             "EVENTFERRY['DATABASE']).")
         parser.add_argument("--schema", help="Schema (default: EVENTFERRY['SCHEMA']; "
                             "'dbo' on SQL Server).")
-        parser.add_argument("--table", help="Table name (default: EVENTFERRY['TABLE']).")
+        parser.add_argument("--table", help="Table name (default: EVENTFERRY['TABLE'], or "
+                            "with --inbox EVENTFERRY['INBOX_TABLE']).")
+        parser.add_argument("--inbox", action="store_true",
+                            help="Print the inbox table's DDL (migration 0004) instead.")
         parser.add_argument(
             "--native-json", action="store_true", default=None,
             help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
@@ -42,16 +46,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         vendor = options["vendor"] or self._vendor_of(options["database"])
         try:
-            dialect = outbox_dialect(
-                vendor, schema=options["schema"], table=options["table"],
-                native_json=options["native_json"],
+            dialect, table = table_ddl(
+                vendor, "inbox" if options["inbox"] else "outbox", schema=options["schema"],
+                table=options["table"], native_json=options["native_json"],
             )
         except EventferryError as exc:
             raise CommandError(str(exc)) from exc
         if options["reverse"]:
-            statements = dialect.drop_statements()
+            statements = dialect.drop_statements(table)
         else:
-            statements = dialect.create_statements()
+            statements = dialect.create_statements(table)
         for statement in statements:
             self.stdout.write(statement if statement.endswith(";") else statement + ";")
 

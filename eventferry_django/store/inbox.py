@@ -1,0 +1,51 @@
+"""The inbox bound to one database alias: recording a handled message and purging old
+records. The SQL itself lives in the vendor modules."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from django.db import DatabaseError
+
+from ..conf import get_settings
+from .base import Table
+from .bound import BoundStore
+
+
+class InboxStore(BoundStore):
+    """The inbox table on one database alias (``EVENTFERRY["DATABASE"]`` by default)."""
+
+    def __init__(self, using: str | None = None) -> None:
+        super().__init__(using)
+        self.table: Table = self.dialect.inbox(get_settings().inbox_table_name)
+
+    def record(self, consumer: str, message_id: str) -> bool:
+        """Record the message as handled by ``consumer`` in the caller's transaction;
+        True the first time, False when a committed record exists (see
+        :meth:`~eventferry_django.store.base.Dialect.record_message` for concurrency)."""
+        with self.connection.cursor() as cursor:
+            return self.dialect.record_message(cursor, self.table, consumer, message_id)
+
+    def is_transient(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a deadlock or lock timeout that a redelivery may not meet."""
+        return isinstance(exc, DatabaseError) and self.dialect.is_transient(exc)
+
+    def purge(
+        self,
+        older_than: dt.datetime,
+        *,
+        consumer: str | None = None,
+        batch_size: int = 1000,
+        max_rows: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Delete the records of messages handled before ``older_than`` (of ``consumer``
+        only, if given), in batches, until a batch comes back short or ``max_rows`` (a
+        soft cap) is passed."""
+        cutoff = self.connection.ops.adapt_datetimefield_value(older_than)
+        return self.delete_in_batches(
+            lambda cursor, limit: self.dialect.inbox_purge_batch(
+                cursor, self.table, cutoff, consumer, limit),
+            batch_size=batch_size, max_rows=max_rows, progress=progress,
+        )

@@ -1,0 +1,81 @@
+"""The Celery app of the inbox tests' worker processes: ``celery -A tests.inbox_worker
+worker``, against the test database (``EVENTFERRY_TEST_DB_NAME``) and a queue of the
+test's own (``EVENTFERRY_TEST_QUEUE``) on RabbitMQ.
+
+Each worker appends what it does to ``EVENTFERRY_TEST_TRACE`` as JSON lines (ready,
+task start, body, task end, with pid and time), so a test can tell which process ran
+what, and when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+django.setup()
+
+from celery import Celery, signals  # noqa: E402
+
+from eventferry_django.inbox.celery import InboxTask  # noqa: E402
+
+from .testapp.models import Shipment  # noqa: E402
+
+BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
+
+app = Celery("eventferry-inbox-tests", broker=BROKER_URL)
+app.conf.update(
+    task_default_queue=os.environ.get("EVENTFERRY_TEST_QUEUE", "eventferry-inbox-tests"),
+    # One message at a time per worker, acked after the task: the second delivery of a
+    # message goes to the other worker while the first is still running.
+    task_acks_late=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    worker_hijack_root_logger=False,
+    broker_connection_retry_on_startup=True,
+)
+
+
+def trace(event: str, **fields: Any) -> None:
+    path = os.environ.get("EVENTFERRY_TEST_TRACE")
+    if path:
+        line = json.dumps({"event": event, "pid": os.getpid(), "t": time.time(), **fields})
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+
+def ship_body(task_id: str, event: dict[str, Any]) -> None:
+    trace("body", task_id=task_id, reference=event["reference"])
+    Shipment.objects.create(order_reference=event["reference"], handled_by=str(os.getpid()))
+    # Long enough for the other delivery to arrive while this one's transaction is open.
+    time.sleep(float(event.get("linger", 0)))
+
+
+@app.task(base=InboxTask, name="tests.ship", inbox_consumer="shipping", bind=True)  # type: ignore[untyped-decorator]
+def ship(self: InboxTask, event: dict[str, Any]) -> None:
+    ship_body(self.request.id, event)
+
+
+@app.task(name="tests.ship_unguarded", bind=True)  # type: ignore[untyped-decorator]
+def ship_unguarded(self: Any, event: dict[str, Any]) -> None:
+    """The same body without the inbox: what the inbox is there to prevent."""
+    ship_body(self.request.id, event)
+
+
+@signals.worker_ready.connect
+def _ready(**kwargs: Any) -> None:
+    trace("ready")
+
+
+@signals.task_prerun.connect
+def _started(task_id: str, task: Any, **kwargs: Any) -> None:
+    trace("start", task_id=task_id, task=task.name)
+
+
+@signals.task_postrun.connect
+def _finished(task_id: str, task: Any, **kwargs: Any) -> None:
+    trace("end", task_id=task_id, task=task.name)
