@@ -32,11 +32,10 @@ def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
     broken set-up.
     """
     from eventferry_django.conf import get_settings
-    from eventferry_django.history.jdbc import jdbc_source
+    from eventferry_django.history.jdbc import outbox_source
     from eventferry_django.history.session import spark_session
 
     with django_db_blocker.unblock():
-        test_db = connections["default"]
-        source = jdbc_source(test_db.settings_dict, test_db.vendor)
+        source = outbox_source()
     with spark_session(source, get_settings().spark) as session:
         yield session
