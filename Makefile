@@ -46,9 +46,10 @@ test-mssql: $(INSTALLED)
 
 test: lint test-sqlite test-postgres test-mariadb
 
-benchmark: $(INSTALLED) services
+benchmark: $(INSTALLED) services spark
 	$(BIN)/python benchmarks/relay.py
 	$(BIN)/python benchmarks/publishers.py
+	$(BIN)/python benchmarks/archive.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
