@@ -6,12 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql test-extras lint services browsers mariadb-headers benchmark clean
+.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql test-extras lint services browsers mariadb-headers spark benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 
 demo: $(INSTALLED)
@@ -26,17 +26,20 @@ browsers:
 mariadb-headers:
 	scripts/ensure-mariadb-headers.sh
 
+spark:
+	scripts/ensure-spark.sh
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy eventferry_django
 
-test-sqlite: $(INSTALLED) services browsers
+test-sqlite: $(INSTALLED) services browsers spark
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest
 
-test-postgres: $(INSTALLED) services
+test-postgres: $(INSTALLED) services spark
 	EVENTFERRY_TEST_DB=postgres $(BIN)/pytest
 
-test-mariadb: $(INSTALLED) services
+test-mariadb: $(INSTALLED) services spark
 	EVENTFERRY_TEST_DB=mariadb $(BIN)/pytest
 
 # Needs EVENTFERRY_MSSQL_URL (see tests/settings.py) and `pip install -e '.[mssql]'`.
@@ -50,9 +53,10 @@ test-extras: $(INSTALLED) services mariadb-headers
 
 test: lint test-extras test-sqlite test-postgres test-mariadb
 
-benchmark: $(INSTALLED) services
+benchmark: $(INSTALLED) services spark
 	$(BIN)/python benchmarks/relay.py
 	$(BIN)/python benchmarks/publishers.py
+	$(BIN)/python benchmarks/archive.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -37,13 +37,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
 import psycopg  # noqa: E402
 
-
-def ensure_database(name: str) -> None:
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres",
-                         autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
+from benchmarks.postgres import ensure_database  # noqa: E402
 
 ensure_database(os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench"))
 

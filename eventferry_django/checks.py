@@ -12,6 +12,7 @@ from django.db.models import Model
 from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, EventferrySettings, parse
+from .history.session import missing_jars
 from .naming import has_schemas
 from .publishers.base import Publisher
 from .store import VENDORS, dialect_for
@@ -31,6 +32,7 @@ CHECK_IDS = {
     "PUBLISHER": "eventferry.E009",
     "DATABASE": "eventferry.E010",
     "NATIVE_JSON": "eventferry.E011",
+    "SPARK": "eventferry.E040",
 }
 UNKNOWN_KEY_ID = "eventferry.E002"
 #: The tag of eventferry's checks: ``manage.py check --tag eventferry``.
@@ -46,7 +48,20 @@ def check_settings(**kwargs: Any) -> list[CheckMessage]:
     ]
     messages += _check_database(parsed)
     messages += _check_publisher(parsed)
+    messages += _check_spark_jars(parsed)
     return messages
+
+
+def _check_spark_jars(parsed: EventferrySettings) -> list[CheckMessage]:
+    missing = missing_jars(parsed.spark.jars or ())
+    if not missing:
+        return []
+    return [Error(
+        f"{SETTING_NAME}['SPARK']['JARS'] names {', '.join(missing)}, which does not exist.",
+        hint="Give the path of the JDBC driver's jar, or leave JARS unset to use the one "
+        "Debian packages (e.g. /usr/share/java/postgresql.jar from libpostgresql-jdbc-java).",
+        id="eventferry.E041",
+    )]
 
 
 def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:

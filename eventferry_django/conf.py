@@ -44,7 +44,13 @@ DEFAULTS: dict[str, Any] = {
     "BACKOFF": {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
     "PUBLISHER": {"BACKEND": DEFAULT_PUBLISHER, "OPTIONS": {}},
+    "SPARK": {"MASTER": "local[*]", "JARS": None, "CONF": {}, "SQLSERVER_DRIVER": "mssql-jdbc"},
 }
+
+#: JDBC drivers the history pipeline can use for SQL Server.
+SQLSERVER_DRIVERS = ("mssql-jdbc", "jtds")
+#: Spark settings that have a key of their own in SPARK, so CONF cannot contradict it.
+_SPARK_CONF_OWNED = {"spark.master": "MASTER", "spark.jars": "JARS"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,18 @@ class PublisherConfig:
 
 
 @dataclass(frozen=True)
+class SparkConfig:
+    """How the history pipeline (``outbox_archive``, ``outbox_replay``, ``outbox_report``)
+    starts Spark. ``jars`` None means the JDBC driver of the outbox's database from the
+    operating system's packages (see ``eventferry_django.history.jdbc``)."""
+
+    master: str = "local[*]"
+    jars: tuple[str, ...] | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    sqlserver_driver: str = "mssql-jdbc"
+
+
+@dataclass(frozen=True)
 class EventferrySettings:
     table: str = "outbox"
     inbox_table: str = "inbox"
@@ -76,6 +94,7 @@ class EventferrySettings:
     backoff: Backoff = field(default_factory=Backoff)
     max_payload_bytes: int = 1024 * 1024
     publisher: PublisherConfig = field(default_factory=PublisherConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
 
     @property
     def table_name(self) -> TableName:
@@ -197,6 +216,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         backoff=_parse_backoff(reader),
         max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),
         publisher=_parse_publisher(reader),
+        spark=_parse_spark(reader),
     )
     return settings, reader.problems
 
@@ -253,6 +273,65 @@ def _parse_publisher(reader: _Reader) -> PublisherConfig:
                     "OPTIONS are passed to the publisher as keyword arguments.")
         options = {}
     return PublisherConfig(raw["BACKEND"], dict(options))
+
+
+_SPARK_HINT = (
+    "SPARK is {'MASTER': 'local[*]' or a cluster URL, 'JARS': [paths or URLs of jars] or "
+    "None for the database's JDBC driver from Debian's packages, 'CONF': {'spark.key': "
+    "value}, 'SQLSERVER_DRIVER': 'mssql-jdbc' or 'jtds'}."
+)
+
+
+def _parse_spark(reader: _Reader) -> SparkConfig:
+    raw = reader.get("SPARK")
+    if not isinstance(raw, Mapping):
+        reader.fail("SPARK", f"is {raw!r}; it must be a dict.", _SPARK_HINT)
+        return SparkConfig()
+    defaults = SparkConfig()
+    unknown = set(raw) - set(DEFAULTS["SPARK"])
+    if unknown:
+        reader.fail("SPARK", f"has unknown keys {sorted(unknown)}.", _SPARK_HINT)
+    master = raw.get("MASTER", defaults.master)
+    if not isinstance(master, str) or not master.strip():
+        reader.fail("SPARK", f"MASTER is {master!r}; it must be a Spark master URL.",
+                    "For example 'local[*]', 'local[2]', 'spark://host:7077' or 'yarn'.")
+        master = defaults.master
+    jars = raw.get("JARS", defaults.jars)
+    if jars is not None and (
+        isinstance(jars, str)
+        or not isinstance(jars, list | tuple)
+        or not all(isinstance(j, str) and j.strip() for j in jars)
+    ):
+        reader.fail("SPARK", f"JARS is {jars!r}; it must be a list of jar paths or None.",
+                    _SPARK_HINT)
+        jars = None
+    conf = raw.get("CONF", {})
+    if not isinstance(conf, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in conf.items()
+    ):
+        reader.fail("SPARK", f"CONF is {conf!r}; it must map Spark setting names to "
+                    "strings, numbers or booleans.", _SPARK_HINT)
+        conf = {}
+    for key in sorted(set(conf) & set(_SPARK_CONF_OWNED)):
+        reader.fail("SPARK", f"CONF sets {key!r}, which SPARK['{_SPARK_CONF_OWNED[key]}'] "
+                    "decides.", f"Move it to SPARK['{_SPARK_CONF_OWNED[key]}'].")
+    driver = raw.get("SQLSERVER_DRIVER", defaults.sqlserver_driver)
+    if driver not in SQLSERVER_DRIVERS:
+        reader.fail("SPARK", f"SQLSERVER_DRIVER is {driver!r}; it must be one of "
+                    f"{', '.join(SQLSERVER_DRIVERS)}.",
+                    "mssql-jdbc is Microsoft's driver; jtds is Debian's libjtds-java.")
+        driver = defaults.sqlserver_driver
+    return SparkConfig(
+        master=master.strip(),
+        jars=None if jars is None else tuple(j.strip() for j in jars),
+        conf={k: _spark_value(v) for k, v in conf.items() if k not in _SPARK_CONF_OWNED},
+        sqlserver_driver=driver,
+    )
+
+
+def _spark_value(value: str | int | float | bool) -> str:
+    # Spark reads every setting as text; booleans are spelled in lower case there.
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 _cached: EventferrySettings | None = None

@@ -1,5 +1,6 @@
-"""Celery tasks: a relay pass and the purges, for projects that schedule with Celery
-beat instead of running ``manage.py outbox_relay`` as a service. Import needs Celery.
+"""Celery tasks: a relay pass, the purges and an archive, for projects that schedule
+with Celery beat instead of running ``manage.py outbox_relay`` as a service. Import needs
+Celery; the archive task needs the ``spark`` extra when it runs, not when it is imported.
 
     app.conf.beat_schedule = {
         "eventferry-relay": {"task": "eventferry.relay", "schedule": 5.0},
@@ -7,6 +8,8 @@ beat instead of running ``manage.py outbox_relay`` as a service. Import needs Ce
                              "kwargs": {"older_than": "7d"}},
         "eventferry-purge-inbox": {"task": "eventferry.purge_inbox", "schedule": 3600.0,
                                    "kwargs": {"older_than": "30d"}},
+        "eventferry-archive": {"task": "eventferry.archive", "schedule": 86400.0,
+                               "kwargs": {"to": "s3a://history/outbox", "purge": True}},
     }
 """
 
@@ -16,6 +19,7 @@ from typing import Any
 
 from celery import shared_task
 
+from .history.archive import ArchiveRequest, archive
 from .operations import parse_duration, purge, purge_inbox
 from .relay import Relay, RelayConfig
 
@@ -45,3 +49,16 @@ def purge_inbox_records(older_than: str = "30d", consumer: str | None = None,
     """Delete inbox records of messages handled longer than ``older_than`` ago."""
     return purge_inbox(parse_duration(older_than), consumer=consumer, batch_size=batch_size,
                        max_rows=max_rows).rows
+
+
+@shared_task(name="eventferry.archive", ignore_result=True)  # type: ignore[untyped-decorator]
+def archive_closed(to: str, older_than: str = "7d", status: str = "done", purge: bool = False,
+                   partitions: int | None = None, master: str | None = None) -> dict[str, Any]:
+    """Archive closed rows older than ``older_than`` to Parquet at ``to`` with Spark, as
+    ``manage.py outbox_archive`` does; with ``purge``, then delete the archived rows.
+    Errors propagate (a busy archive raises ``ArchiveBusy``), so Celery records them."""
+    result = archive(ArchiveRequest(path=to, older_than=parse_duration(older_than),
+                                    status=status, purge=purge, partitions=partitions,
+                                    master=master))
+    return {"run_id": result.run_id, "archived": result.archived, "purged": result.purged,
+            "resumed": result.resumed, "summary": result.summary()}

@@ -135,7 +135,16 @@ if DB_NAME_OVERRIDE:
     # Relay processes keep their connection between passes, as a production relay should.
     DATABASES["default"]["CONN_MAX_AGE"] = 600
 
-EVENTFERRY = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}}
+EVENTFERRY: dict[str, Any] = {
+    "PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"},
+    # The tests' Spark jobs are small and short: few shuffle partitions, and a JIT that
+    # compiles quickly rather than well. SQL Server through Debian's jTDS: Microsoft's
+    # driver is not packaged.
+    "SPARK": {"MASTER": "local[2]", "SQLSERVER_DRIVER": "jtds", "CONF": {
+        "spark.sql.shuffle.partitions": 4,
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    }},
+}
 # Relays started as real processes by the tests get their EVENTFERRY through the environment.
 if os.environ.get("EVENTFERRY_TEST_SETTINGS"):
     EVENTFERRY = json.loads(os.environ["EVENTFERRY_TEST_SETTINGS"])

@@ -21,7 +21,12 @@ from eventferry_django.management.commands._base import EventferryCommand
 
 COMMANDS = sorted(find_commands(str(Path(eventferry_django.management.__file__).parent)))
 #: What a command needs to get past argparse to its system checks.
-REQUIRED_ARGUMENTS = {"outbox_purge": ["--older-than", "7d"]}
+REQUIRED_ARGUMENTS = {
+    "outbox_purge": ["--older-than", "7d"],
+    "outbox_archive": ["--to", "/nonexistent/archive"],
+    "outbox_replay": ["--from", "/nonexistent/archive"],
+    "outbox_report": ["--from", "/nonexistent/archive", "--out", "/nonexistent/report"],
+}
 BROKEN = {"BATCH_SIZE": 0, "BACKOFF": {"BASE": -1}}
 REPORT = [
     "SystemCheckError: System check identified some issues:",
@@ -42,8 +47,8 @@ def run_from_shell(command: str, *args: str, capsys: pytest.CaptureFixture[str]
 
 
 def test_every_command_is_an_eventferry_command() -> None:
-    assert {"outbox_purge", "outbox_redrive", "outbox_relay", "outbox_sql",
-            "outbox_status"} <= set(COMMANDS)
+    assert {"outbox_archive", "outbox_purge", "outbox_redrive", "outbox_relay",
+            "outbox_replay", "outbox_report", "outbox_sql", "outbox_status"} <= set(COMMANDS)
     for command in COMMANDS:
         assert isinstance(load_command_class("eventferry_django", command),
                           EventferryCommand), command

@@ -1,4 +1,4 @@
-"""The Celery tasks run the same relay and purge as the commands."""
+"""The Celery tasks run the same relay, purge and archive as the commands."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from eventferry_django import NewEvent, publish_events
 from eventferry_django.inbox import record_message
 from eventferry_django.models import InboxMessage, OutboxEvent, Status
 from eventferry_django.publishers.memory import InMemoryPublisher
-from eventferry_django.tasks import purge_closed, purge_inbox_records, relay
+from eventferry_django.tasks import archive_closed, purge_closed, purge_inbox_records, relay
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,3 +45,14 @@ def test_purge_inbox_task_deletes_old_records() -> None:
     assert purge_inbox_records.apply(kwargs={"consumer": "shipping"}).get() == 1
     assert purge_inbox_records.apply().get() == 1  # default: older than 30 days
     assert list(InboxMessage.objects.values_list("message_id", flat=True)) == ["m-2"]
+
+
+def test_archive_task_archives_and_purges(spark: object, tmp_path: object) -> None:
+    from .history_data import seed
+
+    history = seed(old_done=40, old_dead=5, recent=3, open_each=1)
+    result = archive_closed.apply(kwargs={"to": str(tmp_path), "older_than": "1d",
+                                          "status": "both", "purge": True}).get()
+    assert result["archived"] == result["purged"] == history.old_done + history.old_dead
+    assert result["run_id"] and result["summary"].startswith("Archived 45 row(s)")
+    assert OutboxEvent.objects.count() == history.recent + history.open_rows

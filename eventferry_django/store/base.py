@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
+from .closed_rows import ClosedRowsSql
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ def inbox_table(name: TableName) -> Table:
     )
 
 
-class Dialect:
+class Dialect(ClosedRowsSql):
     """All SQL of one vendor: the DDL of any :class:`Table`, the outbox's operations
     (for the outbox named at construction) and the inbox's.
 

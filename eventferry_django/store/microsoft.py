@@ -8,11 +8,13 @@ client-side separator that it does not understand, so none is emitted.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import CLAIM_COLUMNS, INBOX_KEY, Column, Dialect, Table
+from .base import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, Column, Dialect, Table
+from .closed_rows import codes
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
@@ -204,6 +206,42 @@ class MicrosoftDialect(Dialect):
             [limit, *params],
         )
         return int(cursor.rowcount)
+
+    # -- history -----------------------------------------------------------------------
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"CAST('{self.archived_key_text(value)}' AS DATETIME2(3))"
+
+    def archived_key_text(self, value: dt.datetime) -> str:
+        # ISO 8601 with a T reads the same whatever the session's DATEFORMAT/language.
+        return super().archived_key_text(value).replace(" ", "T")
+
+    def timestamp_text_sql(self, column: str) -> str:
+        # Style 121: yyyy-mm-dd hh:mi:ss.mmm; jTDS has no DATETIME2 type of its own.
+        return f"CONVERT(VARCHAR(23), {self.quote(column)}, 121)"
+
+    def archive_column_sql(self, column: str) -> str:
+        if column in JSON_COLUMNS and self.native_json:
+            return f"CAST({self.quote(column)} AS NVARCHAR(MAX)) AS {self.quote(column)}"
+        return super().archive_column_sql(column)
+
+    def sum_sql(self, expression: str) -> str:
+        # SUM of a BIGINT is a BIGINT on SQL Server, which a large archive can overflow.
+        return f"SUM(CAST({expression} AS DECIMAL(38, 0)))"
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        """Row locks keep the relay's rows free while a batch goes. No READPAST: a row held
+        by another transaction (a redrive) is waited for and then re-checked, so it is
+        deleted only if it is still closed with the archived processed_at. READCOMMITTEDLOCK
+        makes that check read the committed row under RCSI too.
+        """
+        q = self.quote
+        return (
+            f"DELETE o FROM {self.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
+            f"JOIN OPENJSON(%s) WITH ({q('id')} BIGINT '$[0]', "
+            f"{q('processed_at')} DATETIME2(3) '$[1]') AS a "
+            f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
+        )
 
     def record_message_sql(self, table: Table) -> str:
         """Parameters: consumer, message id, consumer, message id.

@@ -11,11 +11,13 @@ an ``information_schema`` lookup and a prepared statement, which both accept.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import INBOX_KEY, Dialect, Table
+from .closed_rows import codes
 
 
 class MysqlDialect(Dialect):
@@ -117,6 +119,22 @@ class MysqlDialect(Dialect):
             [*params, limit],
         )
         return int(cursor.rowcount)
+
+    # -- history -----------------------------------------------------------------------
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"CAST('{self.archived_key_text(value)}' AS DATETIME(3))"
+
+    def timestamp_text_sql(self, column: str) -> str:
+        return f"DATE_FORMAT({self.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        q = self.quote
+        return (
+            f"DELETE o FROM {self.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
+            "id BIGINT PATH '$[0]', processed_at DATETIME(3) PATH '$[1]')) AS a "
+            f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
+        )
 
     def record_message_sql(self, table: Table) -> str:
         # No ON CONFLICT here. IGNORE turns only the duplicate key into "0 rows": the

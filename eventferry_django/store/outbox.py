@@ -15,6 +15,7 @@ from ..models import Status
 from ..publishers.base import OutboundMessage
 from .base import MAX_BATCH
 from .bound import BoundStore
+from .closed_rows import ClosedRowSelection, SelectionStats
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,34 @@ class OutboxStore(BoundStore):
         return self.delete_in_batches(
             lambda cursor, limit: self.dialect.purge_batch(cursor, statuses, cutoff, limit),
             batch_size=batch_size, max_rows=max_rows, progress=progress,
+        )
+
+    # -- history -----------------------------------------------------------------------
+    def utc_now(self) -> dt.datetime:
+        """The database's UTC clock, the one that stamps created_at and processed_at."""
+        return self._run(self.dialect.utc_now, atomic=False)
+
+    def selection_stats(self, selection: ClosedRowSelection) -> list[SelectionStats]:
+        """Rows, id range and id checksum of a selection of closed rows, per (topic,
+        status), from one statement: the archive's freeze."""
+        return self._run(lambda cursor: self.dialect.selection_stats(cursor, selection),
+                         atomic=False)
+
+    def purge_archived(
+        self, rows: Sequence[tuple[int, dt.datetime]], *, statuses: Sequence[Status]
+    ) -> int:
+        """Delete exactly these archived (id, processed_at) rows where they are still in
+        ``statuses`` (done and/or dead) with that processed_at; one statement. A row
+        redriven since it was archived is not deleted. Returns rows deleted."""
+        if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
+            raise EventferryError("purge deletes done and/or dead rows only.")
+        if len(rows) > MAX_BATCH:
+            raise EventferryError(f"at most {MAX_BATCH:,} rows per purge batch, got {len(rows):,}.")
+        if not rows:
+            return 0
+        return self._run(
+            lambda cursor: self.dialect.purge_archived(cursor, rows, [int(s) for s in statuses]),
+            atomic=False,
         )
 
 

@@ -6,10 +6,12 @@ needed; the claim index is a true partial index with INCLUDE columns.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import JSON_COLUMNS, Dialect
+from .closed_rows import codes
 
 try:
     import psycopg
@@ -139,3 +141,31 @@ class PostgresqlDialect(Dialect):
 
     # A row another transaction holds is left for the next purge, never waited on.
     purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
+
+    # -- history -----------------------------------------------------------------------
+    # timestamptz reaches Spark as an instant; no time zone can shift it.
+    archive_timestamps_as_text = False
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"TIMESTAMPTZ '{self.archived_key_text(value)}+00'"
+
+    def archive_column_sql(self, column: str) -> str:
+        if column in JSON_COLUMNS:
+            return f"{self.quote(column)}::text AS {self.quote(column)}"
+        return super().archive_column_sql(column)
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        # = ANY(...) keeps the plan on primary-key lookups whatever the planner guesses
+        # about unnest's size; the join then pins each id to its archived processed_at.
+        q = self.quote
+        return (
+            f"DELETE FROM {self.table} AS o "
+            "USING unnest(%s::bigint[], %s::timestamptz[]) AS a(id, processed_at) "
+            f"WHERE o.{q('id')} = ANY(%s::bigint[]) AND o.{q('id')} = a.id "
+            f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN "
+            f"({codes(statuses)})"
+        )
+
+    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
+        ids = [row_id for row_id, _ in rows]
+        return [ids, [processed_at for _, processed_at in rows], ids]

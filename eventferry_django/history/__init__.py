@@ -1,0 +1,19 @@
+"""The event-history pipeline: archive closed outbox rows to Parquet with Spark, replay
+them into the outbox, and report on delivery.
+
+Nothing here imports pyspark at import time: the app, its commands' ``--help`` and
+``manage.py check`` work without the ``spark`` extra. Modules that need Spark import it
+inside the functions that start it (see :mod:`.session`).
+
+- :mod:`.jdbc`: the JDBC URL, driver and credentials of a Django ``DATABASES`` entry.
+- :mod:`.session`: a SparkSession from ``EVENTFERRY["SPARK"]``, or one clear error.
+- :mod:`.layout`: where an archive keeps runs, staging, manifests and its lock.
+- :mod:`.manifest`: what a committed run records, and what it says is archived.
+- :mod:`.storage`: file operations on the archive through Hadoop's FileSystem.
+- :mod:`.source`: the outbox table read through Spark's JDBC source, by id range.
+- :mod:`.archive`: freeze, read, write, verify, commit, purge.
+- :mod:`.reader`: committed runs only, for every reader.
+- :mod:`.replay`: a slice of the archive back into the outbox.
+- :mod:`.report` and :mod:`.report_files`: delivery figures, and the files that show them.
+- :mod:`.errors`: what stops a command, and its exit code.
+"""

@@ -1,0 +1,344 @@
+"""``outbox_archive``: closed outbox rows to Parquet, verified and committed, then (if
+asked) purged from the outbox, exactly and only the rows archived.
+
+One run:
+
+1. **Lock** the archive path; remove what runs that never committed left behind.
+2. **Resume**: with ``purge``, finish purging committed runs whose purge never finished.
+3. **Freeze** the selection with one statement: the cutoff from the database's clock,
+   the statuses, rows outside what committed runs hold, and the selection's
+   ``MIN(id)``/``MAX(id)``, row count and id checksum. Rows can only leave such a
+   selection afterwards (a closed row changes only by redrive, which stamps a later
+   processed_at), so relays and purges running meanwhile cannot add to it.
+4. **Read** it with Spark's JDBC source split into id ranges, and **write** Parquet
+   partitioned by topic and day of processed_at to a staging directory.
+5. **Verify** the staging read back (count and id checksum) against the freeze.
+6. **Commit**: move staging into place and write the manifest, last.
+7. **Verify** the committed run as readers see it, then **purge** (with ``purge``)
+   exactly the archived (id, processed_at) pairs still closed, in batches.
+
+A crash before 6 leaves no commit: the next run removes the leftovers and archives the
+same rows. A crash after 6 leaves a committed run: the next run does not archive its
+rows again (they are inside its span) and, with ``purge``, finishes purging it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..conf import get_settings
+from ..models import Status
+from ..operations import PURGE_STATUSES
+from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
+from ..store.outbox import OutboxStore
+from .errors import HistoryError, NotVerified
+from .jdbc import JdbcSource, outbox_source
+from .layout import new_run_id
+from .manifest import Checksum, Manifest, PurgeRecord, archived_spans
+from .reader import read_committed
+from .session import spark_session, watch_tasks
+from .source import read_outbox
+from .storage import ArchiveFiles
+
+Progress = Callable[[str], None]
+
+#: Rows per purge statement: under SQL Server's lock escalation threshold (5,000).
+DEFAULT_PURGE_BATCH = 4000
+DEFAULT_FETCH_SIZE = 10_000
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: Longest directory name most file systems allow, in bytes.
+_MAX_NAME_BYTES = 255
+
+
+@dataclass(frozen=True)
+class ArchiveRequest:
+    path: str
+    older_than: dt.timedelta
+    status: str = "done"
+    purge: bool = False
+    partitions: int | None = None
+    master: str | None = None
+    dry_run: bool = False
+    batch_size: int = DEFAULT_PURGE_BATCH
+    fetch_size: int = DEFAULT_FETCH_SIZE
+    using: str | None = None
+
+    @property
+    def statuses(self) -> tuple[Status, ...]:
+        try:
+            return PURGE_STATUSES[self.status]
+        except KeyError:
+            raise HistoryError(f"status must be one of {', '.join(PURGE_STATUSES)}, "
+                               f"got {self.status!r}.") from None
+
+
+@dataclass
+class ArchiveResult:
+    cutoff: dt.datetime
+    dry_run: bool
+    selected: list[SelectionStats] = field(default_factory=list)
+    run_id: str | None = None
+    archived: int = 0
+    purged: int = 0
+    purge_kept: int = 0
+    resumed: list[str] = field(default_factory=list)
+    unpurged: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def selected_rows(self) -> int:
+        return sum(s.rows for s in self.selected)
+
+    def summary(self) -> str:
+        when = self.cutoff.isoformat(timespec="seconds").replace("+00:00", "Z")
+        if self.dry_run:
+            text = f"Would archive {self.selected_rows:,} row(s) processed before {when}"
+            if self.unpurged:
+                text += f"; would purge {len(self.unpurged)} committed run(s) first"
+            return text + "."
+        text = (f"Archived {self.archived:,} row(s) processed before {when}"
+                + (f" as run {self.run_id}" if self.run_id else ""))
+        if self.resumed or self.purged or self.purge_kept:
+            text += f"; purged {self.purged:,}"
+            if self.purge_kept:
+                text += f" ({self.purge_kept:,} archived row(s) had changed or were gone)"
+            if self.resumed:
+                text += f", finishing {len(self.resumed)} earlier run(s)"
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        return text + (f" [{timings}]" if timings else "") + "."
+
+
+def _checksum(stats: Sequence[SelectionStats]) -> Checksum:
+    return Checksum(sum(s.rows for s in stats), sum(s.id_sum for s in stats),
+                    sum(s.id_mix for s in stats))
+
+
+def _topics(stats: Sequence[SelectionStats]) -> dict[str, int]:
+    topics: dict[str, int] = {}
+    for s in stats:
+        topics[s.topic] = topics.get(s.topic, 0) + s.rows
+    return topics
+
+
+def truncate_to_milliseconds(value: dt.datetime) -> dt.datetime:
+    """Every vendor keeps processed_at to the millisecond; so does the cutoff."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+class Archiver:
+    """One archive run against the outbox of ``request.using``."""
+
+    def __init__(self, request: ArchiveRequest, progress: Progress | None = None) -> None:
+        self.request = request
+        self.progress: Progress = progress or (lambda message: None)
+        self.store = OutboxStore(request.using)
+        self.statuses = request.statuses
+        self.spark_settings = get_settings().spark
+        self.source: JdbcSource = outbox_source(self.store.alias)
+        self.spark: Any = None
+        self.files: ArchiveFiles | None = None
+
+    # -- the run -----------------------------------------------------------------------
+    def run(self) -> ArchiveResult:
+        cutoff = truncate_to_milliseconds(self.store.utc_now() - self.request.older_than)
+        result = ArchiveResult(cutoff=cutoff, dry_run=self.request.dry_run)
+        with spark_session(self.source, self.spark_settings, self.request.master) as spark:
+            self.spark = spark
+            self.files = files = ArchiveFiles(spark, self.request.path)
+            if self.request.dry_run:
+                return self._dry_run(result)
+            run_id = new_run_id(dt.datetime.now(dt.UTC))
+            with files.locked(run_id):
+                self._remove_leftovers()
+                if self.request.purge:
+                    self._resume_purges(result)
+                self._archive(run_id, result)
+        return result
+
+    def _dry_run(self, result: ArchiveResult) -> ArchiveResult:
+        assert self.files is not None
+        manifests = self.files.manifests()
+        if self.request.purge:
+            purged = self.files.purged_runs()
+            result.unpurged = [m.run_id for m in manifests if m.run_id not in purged]
+        result.selected = self.store.selection_stats(self._selection(result.cutoff, manifests))
+        return result
+
+    def _selection(self, cutoff: dt.datetime, manifests: Sequence[Manifest]) -> ClosedRowSelection:
+        return ClosedRowSelection(statuses=tuple(int(s) for s in self.statuses), before=cutoff,
+                                  archived=archived_spans(manifests))
+
+    def _remove_leftovers(self) -> None:
+        assert self.files is not None
+        committed = {m.run_id for m in self.files.manifests()}
+        for leftover in self.files.uncommitted(committed):
+            self.progress(f"Removing {leftover}: a run that never committed left it.")
+            self.files.delete(leftover)
+
+    def _resume_purges(self, result: ArchiveResult) -> None:
+        assert self.files is not None
+        purged = self.files.purged_runs()
+        for manifest in self.files.manifests():
+            if manifest.run_id not in purged:
+                self.progress(f"Purging committed run {manifest.run_id} "
+                              f"({manifest.checksum.rows:,} rows), which was not purged yet.")
+                record = self._purge(manifest)
+                result.purged += record.deleted
+                result.purge_kept += record.kept
+                result.resumed.append(manifest.run_id)
+
+    def _archive(self, run_id: str, result: ArchiveResult) -> None:
+        assert self.files is not None
+        started = time.monotonic()
+        manifests = self.files.manifests()
+        selection = self._selection(result.cutoff, manifests)
+        stats = self.store.selection_stats(selection)
+        result.selected = stats
+        frozen = _checksum(stats)
+        if frozen.rows == 0:
+            self.progress("Nothing to archive.")
+            return
+        low, high = min(s.min_id for s in stats), max(s.max_id for s in stats)
+        self.progress(f"Froze {frozen.rows:,} row(s), ids {low}..{high}, processed before "
+                      f"{result.cutoff.isoformat(timespec='milliseconds')}.")
+        self._check_topic_names(_topics(stats))
+        frozen_selection = ClosedRowSelection(
+            statuses=selection.statuses, before=selection.before,
+            archived=selection.archived, id_range=(low, high),
+        )
+        self._write(run_id, frozen_selection, frozen.rows)
+        result.seconds["read+write"] = time.monotonic() - started
+
+        started = time.monotonic()
+        assert self.files is not None
+        staging = self.spark.read.parquet(self.files.layout.staging_dir(run_id))
+        stats = self._verified_stats(run_id, frozen_selection, stats, self._read_back(staging))
+        manifest = Manifest(
+            run_id=run_id, cutoff=result.cutoff, statuses=selection.statuses,
+            min_id=low, max_id=high, checksum=_checksum(stats), topics=_topics(stats),
+            committed_at=dt.datetime.now(dt.UTC),
+            source={"vendor": self.source.vendor, "database": self.store.alias,
+                    "table": self.store.dialect.table},
+        )
+        self.files.commit(manifest)
+        committed = self._read_back(read_committed(self.spark, self.files, run_ids=[run_id]))
+        if committed != manifest.checksum:
+            self.files.retract(run_id)
+            raise NotVerified(
+                f"Run {run_id} read back through its manifest as {committed.describe()}, "
+                f"not {manifest.checksum.describe()}; the commit was undone and nothing purged."
+            )
+        result.run_id, result.archived = run_id, manifest.checksum.rows
+        result.seconds["verify"] = time.monotonic() - started
+        self.progress(f"Committed run {run_id}: {manifest.checksum.describe()}.")
+
+        if self.request.purge:
+            started = time.monotonic()
+            record = self._purge(manifest)
+            result.purged += record.deleted
+            result.purge_kept += record.kept
+            result.seconds["purge"] = time.monotonic() - started
+
+    # -- steps -------------------------------------------------------------------------
+    def _check_topic_names(self, topics: dict[str, int]) -> None:
+        escape = self.spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+        for topic in topics:
+            name = f"topic={escape.escapePathName(topic)}"
+            if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+                raise HistoryError(
+                    f"Topic {topic[:60]!r}... makes a partition directory name of "
+                    f"{len(name.encode('utf-8'))} bytes, over the {_MAX_NAME_BYTES} that file "
+                    "systems allow; nothing was written."
+                )
+
+    def _partitions(self, rows: int) -> int:
+        if self.request.partitions:
+            return self.request.partitions
+        # At least one per core; more for big selections, so no task holds too much.
+        return max(int(self.spark.sparkContext.defaultParallelism), -(-rows // 500_000))
+
+    def _write(self, run_id: str, selection: ClosedRowSelection, rows: int) -> None:
+        assert self.files is not None
+        partitions = self._partitions(rows)
+        frame = read_outbox(self.spark, self.source, self.store.dialect, selection,
+                            partitions=partitions, fetch_size=self.request.fetch_size)
+        self.progress(f"Reading {rows:,} row(s) in {partitions} id range(s) and writing "
+                      "Parquet ...")
+
+        def report(done: int, total: int) -> None:
+            self.progress(f"  ... ~{rows * done // max(total, 1):,} of {rows:,} rows read "
+                          f"and written ({done}/{total} tasks)")
+
+        with watch_tasks(self.spark, report):
+            (frame.write.mode("errorifexists").partitionBy("topic", "day")
+             .parquet(self.files.layout.staging_dir(run_id)))
+
+    @staticmethod
+    def _read_back(frame: Any) -> Checksum:
+        from pyspark.sql import functions as F
+
+        first, second = CHECKSUM_MODULI
+        row = frame.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col("id").cast("decimal(38,0)")).alias("id_sum"),
+            F.sum(((F.col("id") % first) * (F.col("id") % second)).cast("decimal(38,0)"))
+            .alias("id_mix"),
+        ).collect()[0]
+        return Checksum(int(row["rows"]), int(row["id_sum"] or 0), int(row["id_mix"] or 0))
+
+    def _verified_stats(
+        self, run_id: str, selection: ClosedRowSelection, frozen: list[SelectionStats],
+        written: Checksum,
+    ) -> list[SelectionStats]:
+        """The stats the written Parquet matches: the freeze's, or, when rows left the
+        selection (were redriven or deleted) before Spark read them, the selection's as
+        it is now. Otherwise the staging is dropped and the run fails."""
+        assert self.files is not None
+        if written == _checksum(frozen):
+            return frozen
+        now = self.store.selection_stats(selection)
+        if written == _checksum(now):
+            self.progress(f"{_checksum(frozen).rows - written.rows:,} row(s) left the "
+                          "selection while it was read; the archive holds the rest.")
+            return now
+        self.files.delete(self.files.layout.staging_dir(run_id))
+        raise NotVerified(
+            f"The Parquet written for run {run_id} holds {written.describe()}; the database "
+            f"selection held {_checksum(frozen).describe()} when frozen and "
+            f"{_checksum(now).describe()} now. Nothing was committed or purged; run again."
+        )
+
+    def _purge(self, manifest: Manifest) -> PurgeRecord:
+        """Delete the run's archived rows that are still closed with the archived
+        processed_at, in batches; record that the run is purged."""
+        from pyspark.sql import functions as F
+
+        assert self.files is not None
+        # One group per batch: the archived rows of an id range of batch_size ids, so
+        # the driver receives a few hundred arrays rather than a million rows.
+        batches = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+                   .groupBy(F.floor(F.col("id") / self.request.batch_size).alias("batch"))
+                   .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
+                        .alias("keys")))
+        statuses = tuple(Status(s) for s in manifest.statuses)
+        total, deleted = manifest.checksum.rows, 0
+        for row in batches.toLocalIterator():
+            rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
+                    for row_id, at in row["keys"]]
+            deleted += self.store.purge_archived(rows, statuses=statuses)
+            self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
+        record = PurgeRecord(manifest.run_id, dt.datetime.now(dt.UTC), deleted, total - deleted)
+        self.files.record_purge(record)
+        self.progress(f"Purged run {manifest.run_id}: {deleted:,} row(s) deleted"
+                      + (f", {record.kept:,} had changed or were gone" if record.kept else "")
+                      + ".")
+        return record
+
+
+def archive(request: ArchiveRequest, progress: Progress | None = None) -> ArchiveResult:
+    """Run one archive; see the module's docstring for the steps."""
+    return Archiver(request, progress).run()

@@ -1,0 +1,66 @@
+"""``manage.py outbox_archive``: closed outbox rows to Parquet with Spark, verified and
+committed; with ``--purge``, then deleted from the outbox."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.management.base import CommandParser
+
+from ...conf import MAX_BATCH_SIZE
+from ...history.archive import DEFAULT_PURGE_BATCH, ArchiveRequest, archive
+from ...history.manifest import STATUS_NAMES
+from ...operations import PURGE_STATUSES
+from ._arguments import add_database_argument, database_alias, duration, int_range
+from ._base import EventferryCommand
+from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
+
+
+class Command(EventferryCommand):
+    help = (
+        "Archive done (and, with --status, dead) outbox rows processed longer ago than "
+        "--older-than to Parquet at --to, partitioned by topic and day; with --purge, "
+        "delete exactly the archived rows from the outbox once the archive is verified. "
+        + EXIT_CODES_HELP
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--to", required=True, metavar="PATH",
+                            help="Archive root: a directory, hdfs://..., s3a://...")
+        parser.add_argument("--older-than", type=duration, default=dt.timedelta(days=7),
+                            help="Archive rows processed longer ago than this, by the "
+                            "database's clock: e.g. 12h, 7d (default: 7d).")
+        parser.add_argument("--status", choices=sorted(PURGE_STATUSES), default="done",
+                            help="Which closed rows to archive (default: %(default)s).")
+        parser.add_argument("--purge", action="store_true",
+                            help="After the archive is verified, delete the archived rows "
+                            "from the outbox (and finish purges earlier runs left undone).")
+        parser.add_argument("--partitions", type=int_range(1, 10_000),
+                            help="Parallel JDBC reads, each an id range (default: the cores "
+                            "Spark has, more above 500,000 rows each).")
+        parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH_SIZE),
+                            default=DEFAULT_PURGE_BATCH,
+                            help="Rows deleted per purge statement (default: %(default)s).")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="Print what would be archived, per topic and status; "
+                            "change nothing.")
+        add_spark_arguments(parser)
+        add_database_argument(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        request = ArchiveRequest(
+            path=options["to"], older_than=options["older_than"], status=options["status"],
+            purge=options["purge"], partitions=options["partitions"],
+            master=options["master"], dry_run=options["dry_run"],
+            batch_size=options["batch_size"], using=database_alias(options),
+        )
+        with exit_codes():
+            result = archive(request, progress_printer(self.stdout, options["verbosity"]))
+        if result.dry_run:
+            for stats in sorted(result.selected, key=lambda s: (s.topic, s.status)):
+                self.stdout.write(f"  {stats.topic}  {STATUS_NAMES[stats.status]}  "
+                                  f"{stats.rows:,}")
+            for run_id in result.unpurged:
+                self.stdout.write(f"  committed run {run_id} is not purged yet")
+        self.stdout.write(result.summary())

@@ -1,0 +1,203 @@
+"""SQL over closed rows (done and dead) for the history pipeline: the archive's frozen
+selection, the text Spark's JDBC source reads, and the exact purge of archived rows.
+
+Spark's JDBC source takes SQL text, not parameters, so the selection is rendered with
+literals. Every literal comes from a typed value this package computed (an ``int``, a
+UTC ``datetime``, a status code), never from user text. The freeze and Spark's read use
+the same rendering, so they select the same rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+#: The columns an archive holds, in the contract's order.
+ARCHIVE_COLUMNS: tuple[str, ...] = (
+    "id", "message_id", "topic", "aggregate_type", "aggregate_id", "partition_key",
+    "payload", "headers", "trace_id", "status", "attempts", "claimed_at", "next_retry_at",
+    "created_at", "processed_at", "last_error",
+)
+TIMESTAMP_COLUMNS = frozenset({"claimed_at", "next_retry_at", "created_at", "processed_at"})
+CLOSED_STATUSES = (2, 4)
+
+#: The id checksum's second term: with the count and the sum of ids, a lost row and a
+#: duplicated one cannot cancel out unless they also agree on this. Both moduli are
+#: primes below 2**16, so a term stays below 2**32 and the sum fits a BIGINT.
+CHECKSUM_MODULI = (65521, 65519)
+
+
+@dataclass(frozen=True)
+class ArchivedSpan:
+    """What one committed archive run holds: every row with ``id <= max_id``,
+    ``processed_at < cutoff`` and a status in ``statuses`` at the time it froze."""
+
+    max_id: int
+    cutoff: dt.datetime
+    statuses: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClosedRowSelection:
+    """Closed rows in ``statuses`` processed in ``[since, before)``, outside every
+    ``archived`` span, and (once frozen) with ids in ``id_range``."""
+
+    statuses: tuple[int, ...] = CLOSED_STATUSES
+    before: dt.datetime | None = None
+    since: dt.datetime | None = None
+    archived: tuple[ArchivedSpan, ...] = ()
+    id_range: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.statuses or not set(self.statuses) <= set(CLOSED_STATUSES):
+            raise ValueError(f"closed statuses are {CLOSED_STATUSES}, got {self.statuses!r}")
+
+
+@dataclass(frozen=True)
+class SelectionStats:
+    """Counts and the id checksum of a selection, per (topic, status)."""
+
+    topic: str
+    status: int
+    rows: int
+    min_id: int
+    max_id: int
+    id_sum: int
+    id_mix: int
+
+
+def codes(statuses: Sequence[int]) -> str:
+    """Status codes as a SQL list; they are ints, never user text."""
+    return ", ".join(str(int(s)) for s in statuses)
+
+
+class ClosedRowsSql:
+    """The history pipeline's SQL; vendor modules override the spelling hooks."""
+
+    table: str
+    now_sql: ClassVar[str]
+
+    def quote(self, identifier: str) -> str:
+        raise NotImplementedError
+
+    def utc_now(self, cursor: Any) -> dt.datetime:
+        """The database's clock, which stamps processed_at: a cutoff taken from it can
+        never lie after a row processed later, whatever the application's clock says."""
+        # An empty parameter list, so the backend unescapes the %% of SQLite's strftime.
+        cursor.execute(f"SELECT {self.now_sql}", [])
+        (value,) = cursor.fetchone()
+        now: dt.datetime = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=dt.UTC)
+        return now.astimezone(dt.UTC)
+
+    # -- spelling hooks ----------------------------------------------------------------
+    #: Whether :meth:`archive_column_sql` hands Spark timestamps as UTC text. JDBC turns
+    #: a zone-less DATETIME into an instant with the JVM's time zone; text read back in
+    #: Spark's UTC session cannot be shifted that way.
+    archive_timestamps_as_text: ClassVar[bool] = True
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        """A UTC time (millisecond precision) as a literal comparable with the columns."""
+        raise NotImplementedError
+
+    def timestamp_sql(self, column: str, alias: str = "") -> str:
+        """A timestamp column (of table ``alias``) as the comparisons read it."""
+        return f"{alias}.{self.quote(column)}" if alias else self.quote(column)
+
+    def timestamp_text_sql(self, column: str) -> str:
+        """A timestamp column as ``YYYY-MM-DD HH:MM:SS.fff`` UTC text."""
+        raise NotImplementedError
+
+    def archive_column_sql(self, column: str) -> str:
+        """How Spark reads ``column`` (JSON as text, timestamps per
+        :attr:`archive_timestamps_as_text`)."""
+        if column in TIMESTAMP_COLUMNS and self.archive_timestamps_as_text:
+            return f"{self.timestamp_text_sql(column)} AS {self.quote(column)}"
+        return self.quote(column)
+
+    def sum_sql(self, expression: str) -> str:
+        return f"SUM({expression})"
+
+    # -- rendering -----------------------------------------------------------------------
+    def selection_condition(self, selection: ClosedRowSelection) -> str:
+        q = self.quote
+        processed_at = self.timestamp_sql("processed_at")
+        parts = [f"{q('status')} IN ({codes(selection.statuses)})"]
+        if selection.before is not None:
+            parts.append(f"{processed_at} < {self.utc_literal(selection.before)}")
+        if selection.since is not None:
+            parts.append(f"{processed_at} >= {self.utc_literal(selection.since)}")
+        if selection.archived:
+            spans = " OR ".join(
+                f"({q('id')} <= {int(span.max_id)} AND {processed_at} < "
+                f"{self.utc_literal(span.cutoff)} AND {q('status')} IN ({codes(span.statuses)}))"
+                for span in selection.archived
+            )
+            parts.append(f"NOT ({spans})")
+        if selection.id_range is not None:
+            low, high = selection.id_range
+            parts.append(f"{q('id')} >= {int(low)} AND {q('id')} <= {int(high)}")
+        return " AND ".join(parts)
+
+    def checksum_terms_sql(self) -> tuple[str, str]:
+        """The id checksum as SQL: the sum of ids and the sum of the mixed ids."""
+        q = self.quote
+        first, second = CHECKSUM_MODULI
+        mix = f"({q('id')} % {first}) * ({q('id')} % {second})"
+        return self.sum_sql(q("id")), self.sum_sql(mix)
+
+    def selection_stats_sql(self, selection: ClosedRowSelection) -> str:
+        """Per (topic, status): rows, MIN(id), MAX(id) and the id checksum; one scan."""
+        q = self.quote
+        id_sum, id_mix = self.checksum_terms_sql()
+        return (
+            f"SELECT {q('topic')}, {q('status')}, COUNT(*), MIN({q('id')}), MAX({q('id')}), "
+            f"{id_sum}, {id_mix} FROM {self.table} "
+            f"WHERE {self.selection_condition(selection)} "
+            f"GROUP BY {q('topic')}, {q('status')}"
+        )
+
+    def selection_stats(self, cursor: Any, selection: ClosedRowSelection) -> list[SelectionStats]:
+        # No parameters: the text is complete, and %-signs in it stay as they are.
+        cursor.execute(self.selection_stats_sql(selection))
+        return [
+            SelectionStats(str(topic), int(status), int(rows), int(low), int(high),
+                           int(id_sum), int(id_mix))
+            for topic, status, rows, low, high, id_sum, id_mix in cursor.fetchall()
+        ]
+
+    def source_sql(self, selection: ClosedRowSelection) -> str:
+        """The selection as a derived table for Spark's JDBC ``dbtable`` option; Spark
+        adds its id-range predicates around it."""
+        columns = ", ".join(self.archive_column_sql(c) for c in ARCHIVE_COLUMNS)
+        return (
+            f"(SELECT {columns} FROM {self.table} "
+            f"WHERE {self.selection_condition(selection)}) eventferry_source"
+        )
+
+    # -- purge of archived rows --------------------------------------------------------
+    def archived_key_text(self, value: dt.datetime) -> str:
+        """A processed_at as the purge's key list spells it (UTC, milliseconds)."""
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        """The DELETE of archived rows still in ``statuses``, keyed by
+        :meth:`purge_archived_params`."""
+        raise NotImplementedError
+
+    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
+        """The archived rows as one JSON array of ``[id, "processed_at"]`` pairs: one
+        parameter however many rows (SQL Server takes 2,100 parameters at most)."""
+        return [json.dumps([[row_id, self.archived_key_text(at)] for row_id, at in rows])]
+
+    def purge_archived(
+        self, cursor: Any, rows: Sequence[tuple[int, dt.datetime]], statuses: Sequence[int]
+    ) -> int:
+        """Delete exactly these (id, processed_at) rows if still in ``statuses``; rows
+        redriven, re-processed or already gone are left alone. Returns rows deleted."""
+        cursor.execute(self.purge_archived_sql(statuses), self.purge_archived_params(rows))
+        return int(cursor.rowcount)
