@@ -32,7 +32,7 @@ CHECK_IDS = {
     "PUBLISHER": "eventferry.E009",
     "DATABASE": "eventferry.E010",
     "NATIVE_JSON": "eventferry.E011",
-    "SPARK": "eventferry.E040",
+    "SPARK": "eventferry.E060",
 }
 UNKNOWN_KEY_ID = "eventferry.E002"
 #: The tag of eventferry's checks: ``manage.py check --tag eventferry``.
@@ -60,7 +60,7 @@ def _check_spark_jars(parsed: EventferrySettings) -> list[CheckMessage]:
         f"{SETTING_NAME}['SPARK']['JARS'] names {', '.join(missing)}, which does not exist.",
         hint="Give the path of the JDBC driver's jar, or leave JARS unset to use the one "
         "Debian packages (e.g. /usr/share/java/postgresql.jar from libpostgresql-jdbc-java).",
-        id="eventferry.E041",
+        id="eventferry.E061",
     )]
 
 

@@ -134,7 +134,7 @@ def test_bad_spark_settings_are_system_check_errors(spark: Any, message: str) ->
 
     with override_settings(EVENTFERRY={"SPARK": spark}):
         errors = [(m.id, m.msg) for m in check_settings()]
-    assert any(check_id == "eventferry.E040" and message in text for check_id, text in errors), errors
+    assert any(check_id == "eventferry.E060" and message in text for check_id, text in errors), errors
 
 
 def test_a_configured_jar_that_does_not_exist_is_a_system_check_error() -> None:
@@ -143,7 +143,7 @@ def test_a_configured_jar_that_does_not_exist_is_a_system_check_error() -> None:
     with override_settings(EVENTFERRY={"SPARK": {"JARS": ["/opt/jdbc/missing.jar",
                                                           "hdfs://cluster/jdbc.jar"]}}):
         errors = [(m.id, m.msg) for m in check_settings()]
-    assert errors == [("eventferry.E041", "EVENTFERRY['SPARK']['JARS'] names "
+    assert errors == [("eventferry.E061", "EVENTFERRY['SPARK']['JARS'] names "
                        "/opt/jdbc/missing.jar, which does not exist.")]
 
 
