@@ -2,9 +2,13 @@
 """Relay benchmark on PostgreSQL + RabbitMQ (both on loopback). Prints one table.
 
     make benchmark            # or: python benchmarks/relay.py [--events 20000]
+    EVENTFERRY_BENCH_VENDOR=mariadb python benchmarks/relay.py   # the drains on MariaDB
 
 Figures:
-- drain: events/s one relay drains from 20,000 pending events over 100 aggregates;
+- drain: events/s one relay drains from 20,000 pending events over 1 aggregate, 100
+  aggregates and 20,000 aggregates, with chains (``MAX_CHAIN``, ``--max-chain``) and,
+  once each, heads only (``MAX_CHAIN`` 1, the behaviour before chains; its 1-aggregate
+  drain has ``--heads-only-events`` events, as it is slow);
 - raw baseline: psycopg ``SKIP LOCKED`` claim of 500, pika persistent messages with
   publisher confirms once per batch, one ``UPDATE ... = ANY`` ack; no ordering rules;
   the drains run ``--repeat`` times, alternating, and the table shows medians;
@@ -14,7 +18,7 @@ Figures:
 - commit-to-broker latency p50/p99 with an idle relay in another process (woken by NOTIFY);
 - publish_event() against a plain ORM insert of a comparable row, each in its own
   transaction.
-Each row says which ``synchronous_commit`` it ran under.
+Each row says which ``synchronous_commit`` it ran under. On MariaDB only the drains run.
 """
 
 from __future__ import annotations
@@ -35,13 +39,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
-import psycopg  # noqa: E402
+VENDOR = os.environ.get("EVENTFERRY_BENCH_VENDOR", "postgresql")
+BENCH_DB = os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench")
+if VENDOR == "mariadb":
+    import pymysql
 
-from benchmarks.postgres import ensure_database  # noqa: E402
+    with pymysql.connect(host=os.environ.get("MYSQL_HOST", "127.0.0.1"),
+                         user=os.environ.get("MYSQL_USER", "root")) as server:
+        server.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{BENCH_DB}` "
+                                "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+else:
+    from benchmarks.postgres import ensure_database
 
-ensure_database(os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench"))
+    ensure_database(BENCH_DB)
 
 import django  # noqa: E402
+import psycopg  # noqa: E402
 
 django.setup()
 
@@ -53,8 +66,10 @@ from django.db import connection, transaction  # noqa: E402
 
 from benchmarks.benchapp.models import PlainEvent  # noqa: E402
 from eventferry_django import NewEvent, publish_event, publish_events  # noqa: E402
+from eventferry_django.conf import get_settings  # noqa: E402
 from eventferry_django.models import OutboxEvent  # noqa: E402
 from eventferry_django.relay import Relay, RelayConfig  # noqa: E402
+from eventferry_django.store.outbox import OutboxStore  # noqa: E402
 
 PAYLOAD = {"order_id": 0, "customer": "c-42", "total": "129.90", "currency": "EUR",
            "lines": [{"sku": "A-1", "qty": 2, "price": "19.95"},
@@ -62,6 +77,8 @@ PAYLOAD = {"order_id": 0, "customer": "c-42", "total": "129.90", "currency": "EU
 
 
 def synchronous_commit() -> str:
+    if VENDOR == "mariadb":
+        return "n/a"
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         return str(cursor.fetchone()[0])
@@ -87,7 +104,11 @@ def vacuum() -> None:
     """What autovacuum does for a busy outbox between phases: without it, one phase's dead
     row versions slow the next phase's index scans, which no steady state would show."""
     with connection.cursor() as cursor:
-        cursor.execute(f"VACUUM ANALYZE {OutboxEvent._meta.db_table}")
+        if VENDOR == "mariadb":
+            cursor.execute(f"ANALYZE TABLE {OutboxEvent._meta.db_table}")
+            cursor.fetchall()
+        else:
+            cursor.execute(f"VACUUM ANALYZE {OutboxEvent._meta.db_table}")
 
 
 # -- CPU accounting ------------------------------------------------------------------------
@@ -135,6 +156,10 @@ CPU_SPLIT = "database / broker / relay process, us"
 
 
 def backend_pid(conn: Any) -> int:
+    """The PostgreSQL backend serving ``conn``; -1 (CPU not measured) on MariaDB, whose
+    server is one process for every connection."""
+    if VENDOR == "mariadb":
+        return -1
     return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
 
 
@@ -149,10 +174,11 @@ def seed(events: int, aggregates: int) -> None:
     vacuum()
 
 
-def bench_relay(events: int, aggregates: int) -> tuple[float, CpuMeter]:
+def bench_relay(events: int, aggregates: int, max_chain: int) -> tuple[float, CpuMeter]:
     seed(events, aggregates)
     reset_queue()
-    relay = Relay(RelayConfig.from_settings(batch_size=500, until_empty=True))
+    relay = Relay(RelayConfig.from_settings(batch_size=500, until_empty=True),
+                  store=OutboxStore(max_chain=max_chain))
     connection.ensure_connection()
     meter = CpuMeter(backend_pid(connection.connection))
     with meter:
@@ -161,6 +187,8 @@ def bench_relay(events: int, aggregates: int) -> tuple[float, CpuMeter]:
         elapsed = time.perf_counter() - started
     assert stats.published == events, stats
     assert queue_depth() == events, "the broker did not get every event"
+    print(f"  drain: {events:,} events, {aggregates:,} aggregates, MAX_CHAIN {max_chain}: "
+          f"{events / elapsed:,.0f} events/s", file=sys.stderr, flush=True)
     return events / elapsed, meter
 
 
@@ -318,10 +346,60 @@ def median_run(runs: list[tuple[float, CpuMeter]]) -> tuple[float, CpuMeter]:
     return sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
 
 
+def drain_rows(args: argparse.Namespace, sync: str
+               ) -> tuple[list[tuple[str, str, str, str]], CpuMeter, CpuMeter | None]:
+    """The relay drains: with chains (medians of ``--repeat`` alternating runs) and heads
+    only (once each). Returns the rows and the CPU of the 100-aggregate drain and of the
+    raw baseline (None on MariaDB, where there is no baseline)."""
+    kinds = {"1 aggregate": 1, f"{args.aggregates} aggregates": args.aggregates,
+             f"{args.events:,} aggregates": args.events}
+    runs: dict[str, list[tuple[float, CpuMeter]]] = {kind: [] for kind in kinds}
+    raw_runs = []
+    for _ in range(args.repeat):
+        for kind, aggregates in kinds.items():
+            runs[kind].append(bench_relay(args.events, aggregates, args.max_chain))
+        if VENDOR != "mariadb":
+            raw_runs.append(bench_raw(args.events))
+    rates = {kind: median_run(kind_runs)[0] for kind, kind_runs in runs.items()}
+    heads_only = {kind: bench_relay(args.heads_only_events if aggregates == 1 else args.events,
+                                    aggregates, 1)[0]
+                  for kind, aggregates in kinds.items()}
+    one, hundred, every = kinds
+    chain = f"MAX_CHAIN {args.max_chain}"
+    rows: list[tuple[str, str, str, str]] = []
+    for kind in kinds:
+        rows.append((f"relay drain, {kind}, {chain} (batch 500)", f"{rates[kind]:,.0f} events/s",
+                     sync, ""))
+    for kind in kinds:
+        events = args.heads_only_events if kinds[kind] == 1 else args.events
+        rows.append((f"relay drain, {kind}, heads only (MAX_CHAIN 1, {events:,} events)",
+                     f"{heads_only[kind]:,.0f} events/s", sync, ""))
+    rows.append((f"1 aggregate / {every}, {chain}", f"{rates[one] / rates[every]:.0%}", sync,
+                 ">= 50%"))
+    rows.append((f"{every}, {chain} / heads only", f"{rates[every] / heads_only[every]:.0%}",
+                 sync, ">= 100% (no worse)"))
+    raw_cpu = None
+    if raw_runs:
+        raw_rate, raw_cpu = median_run(raw_runs)
+        rows.append(("raw baseline (claim 500, pika confirms/batch)",
+                     f"{raw_rate:,.0f} events/s", sync, ""))
+        rows.append((f"relay / raw, {hundred}, {chain}", f"{rates[hundred] / raw_rate:.0%}",
+                     sync, ">= 70%"))
+        rows.append((f"relay / raw, {every}, {chain}", f"{rates[every] / raw_rate:.0%}", sync,
+                     ""))
+    return rows, median_run(runs[hundred])[1], raw_cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--aggregates", type=int, default=100)
+    parser.add_argument("--max-chain", type=int, default=get_settings().max_chain,
+                        help="MAX_CHAIN of the chained drains (default: the setting's)")
+    parser.add_argument("--heads-only-events", type=int, default=1000,
+                        help="events of the heads-only 1-aggregate drain (about 60/s)")
+    parser.add_argument("--drains-only", action="store_true",
+                        help="skip the latency and publish_event() figures")
     parser.add_argument("--latency-samples", type=int, default=300)
     parser.add_argument("--publish-transactions", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3,
@@ -333,50 +411,35 @@ def main() -> None:
     call_command("migrate", verbosity=0, run_syncdb=True)
     PlainEvent.objects.all().delete()
     sync = synchronous_commit()
-    print(f"PostgreSQL {connection.pg_version}, RabbitMQ at {settings.AMQP_URL}, "
-          f"{os.cpu_count()} cores; {args.events:,} events over {args.aggregates} aggregates; "
-          f"drains: medians of {args.repeat} runs")
+    server = (f"MariaDB {connection.mysql_version}" if VENDOR == "mariadb"
+              else f"PostgreSQL {connection.pg_version}")
+    print(f"{server}, RabbitMQ at {settings.AMQP_URL}, {os.cpu_count()} cores; "
+          f"{args.events:,} events; drains: medians of {args.repeat} runs")
 
-    relay_runs, unordered_runs, raw_runs = [], [], []
-    for _ in range(args.repeat):
-        relay_runs.append(bench_relay(args.events, args.aggregates))
-        unordered_runs.append(bench_relay(args.events, args.events))
-        raw_runs.append(bench_raw(args.events))
-    relay_rate, relay_cpu = median_run(relay_runs)
-    unordered_rate, _ = median_run(unordered_runs)
-    raw_rate, raw_cpu = median_run(raw_runs)
-    p50, p99 = bench_latency(args.latency_samples)
-    durable = bench_publish_cost(args.publish_transactions, "on")
-    fast = bench_publish_cost(args.publish_transactions, "off")
+    rows, relay_cpu, raw_cpu = drain_rows(args, sync)
+    if raw_cpu is not None and not args.drains_only:
+        p50, p99 = bench_latency(args.latency_samples)
+        durable = bench_publish_cost(args.publish_transactions, "on")
+        fast = bench_publish_cost(args.publish_transactions, "off")
+        rows += [
+            (f"CPU per event, relay, {args.aggregates} aggregates ({CPU_SPLIT})",
+             relay_cpu.per_event(args.events), sync, ""),
+            (f"CPU per event, raw baseline ({CPU_SPLIT})", raw_cpu.per_event(args.events),
+             sync, ""),
+            ("commit-to-broker latency p50", f"{p50:.1f} ms", sync, "<= 5 ms"),
+            ("commit-to-broker latency p99", f"{p99:.1f} ms", sync, "<= 50 ms"),
+            ("publish_event() transaction", f"{durable[0]:,.0f} us", "on", ""),
+            ("plain ORM insert transaction", f"{durable[1]:,.0f} us", "on", ""),
+            ("publish_event / plain insert", f"{durable[0] / durable[1]:.2f}x", "on", "<= 1.1x"),
+            ("publish_event() transaction", f"{fast[0]:,.0f} us", "off", ""),
+            ("plain ORM insert transaction", f"{fast[1]:,.0f} us", "off", ""),
+            ("publish_event / plain insert", f"{fast[0] / fast[1]:.2f}x", "off", ""),
+        ]
     OutboxEvent.objects.all().delete()
     PlainEvent.objects.all().delete()
 
-    rows = [
-        (f"relay drain, {args.aggregates} aggregates (batch 500)",
-         f"{relay_rate:,.0f} events/s", sync, ""),
-        (f"relay drain, {args.events:,} aggregates (batch 500)",
-         f"{unordered_rate:,.0f} events/s", sync, ""),
-        ("raw baseline (claim 500, pika confirms/batch)", f"{raw_rate:,.0f} events/s", sync, ""),
-        (f"relay / raw, {args.aggregates} aggregates", f"{relay_rate / raw_rate:.0%}", sync,
-         ">= 70%"),
-        (f"relay / raw, {args.events:,} aggregates", f"{unordered_rate / raw_rate:.0%}", sync,
-         ""),
-        (f"CPU per event, relay, {args.aggregates} aggregates ({CPU_SPLIT})",
-         relay_cpu.per_event(args.events), sync, ""),
-        (f"CPU per event, raw baseline ({CPU_SPLIT})", raw_cpu.per_event(args.events), sync,
-         ""),
-        ("commit-to-broker latency p50", f"{p50:.1f} ms", sync, "<= 5 ms"),
-        ("commit-to-broker latency p99", f"{p99:.1f} ms", sync, "<= 50 ms"),
-        ("publish_event() transaction", f"{durable[0]:,.0f} us", "on", ""),
-        ("plain ORM insert transaction", f"{durable[1]:,.0f} us", "on", ""),
-        ("publish_event / plain insert", f"{durable[0] / durable[1]:.2f}x", "on", "<= 1.1x"),
-        ("publish_event() transaction", f"{fast[0]:,.0f} us", "off", ""),
-        ("plain ORM insert transaction", f"{fast[1]:,.0f} us", "off", ""),
-        ("publish_event / plain insert", f"{fast[0] / fast[1]:.2f}x", "off", ""),
-    ]
-    widths = [max(len(r[i]) for r in [("figure", "value", "synchronous_commit", "target"), *rows])
-              for i in range(4)]
     header = ("figure", "value", "synchronous_commit", "target")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |")
 

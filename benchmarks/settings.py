@@ -1,6 +1,9 @@
-"""Settings for the benchmarks: PostgreSQL and RabbitMQ on loopback."""
+"""Settings for the benchmarks: PostgreSQL (or, with ``EVENTFERRY_BENCH_VENDOR=mariadb``,
+MariaDB) and RabbitMQ on loopback."""
 
 import os
+
+VENDOR = os.environ.get("EVENTFERRY_BENCH_VENDOR", "postgresql")
 
 SECRET_KEY = "eventferry-benchmarks"
 USE_TZ = True
@@ -17,6 +20,19 @@ DATABASES = {"default": {
     "OPTIONS": {"options": "-c synchronous_commit="
                            + os.environ.get("EVENTFERRY_BENCH_SYNC", "on")},
 }}
+if VENDOR == "mariadb":
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": os.environ.get("EVENTFERRY_BENCH_DB", "eventferry_bench"),
+        "USER": os.environ.get("MYSQL_USER", "root"),
+        "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("MYSQL_PORT", "3306"),
+        "CONN_MAX_AGE": None,
+        "OPTIONS": {"charset": "utf8mb4"},
+    }}
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
 EXCHANGE = "eventferry_bench"
 QUEUE = "eventferry_bench"

@@ -26,6 +26,7 @@ CHECK_IDS = {
     "CLAIM_TIMEOUT": "eventferry.E004",
     "BATCH_SIZE": "eventferry.E005",
     "BATCHES_IN_FLIGHT": "eventferry.E015",
+    "MAX_CHAIN": "eventferry.E016",
     "MAX_ATTEMPTS": "eventferry.E006",
     "BACKOFF": "eventferry.E007",
     "MAX_PAYLOAD_BYTES": "eventferry.E008",

@@ -27,6 +27,8 @@ MAX_CLAIM_TIMEOUT_SECONDS = 24 * 60 * 60
 MAX_BATCH_SIZE = 10_000
 #: More batches in flight stop paying off once the broker and the database are both busy.
 MAX_BATCHES_IN_FLIGHT = 8
+#: A chain is published within one batch, so it can never be longer than a batch.
+MAX_CHAIN = MAX_BATCH_SIZE
 
 DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
 
@@ -40,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "CLAIM_TIMEOUT": 60,
     "BATCH_SIZE": 100,
     "BATCHES_IN_FLIGHT": 2,
+    "MAX_CHAIN": 100,
     "MAX_ATTEMPTS": 5,
     "BACKOFF": {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
     "MAX_PAYLOAD_BYTES": 1024 * 1024,
@@ -90,6 +93,11 @@ class EventferrySettings:
     claim_timeout: float = 60.0
     batch_size: int = 100
     batches_in_flight: int = 2
+    #: Rows of one aggregate a claim may hand out at once, in id order (1: the head only).
+    #: 100 is the default batch: a hot aggregate fills a batch by itself. Longer chains
+    #: pay only with larger batches, and they widen what a crash republishes and how many
+    #: rows may overtake one the broker refuses (see the README's relay guarantees).
+    max_chain: int = 100
     max_attempts: int = 5
     backoff: Backoff = field(default_factory=Backoff)
     max_payload_bytes: int = 1024 * 1024
@@ -212,6 +220,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         claim_timeout=float(claim_timeout),
         batch_size=reader.positive_int("BATCH_SIZE", MAX_BATCH_SIZE),
         batches_in_flight=reader.positive_int("BATCHES_IN_FLIGHT", MAX_BATCHES_IN_FLIGHT),
+        max_chain=reader.positive_int("MAX_CHAIN", MAX_CHAIN),
         max_attempts=reader.positive_int("MAX_ATTEMPTS"),
         backoff=_parse_backoff(reader),
         max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),

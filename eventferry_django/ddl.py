@@ -51,3 +51,10 @@ def drop_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
     """What it runs backwards."""
     dialect, table = table_ddl(vendor, kind)
     return dialect.drop_statements(table)
+
+
+def open_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
+    """What migration 0005 runs on ``vendor``: the open-rows index in, the first
+    release's head-of-aggregate index out (the other way round backwards)."""
+    dialect, _ = table_ddl(vendor)
+    return dialect.open_rows_index_statements(forwards=forwards)

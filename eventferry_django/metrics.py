@@ -13,6 +13,10 @@ Counters and histograms (recorded by the process that does the work)
 ``eventferry_published_total``         topic     events the relay delivered
 ``eventferry_retried_total``           topic     refused events scheduled for a retry
 ``eventferry_dead_total``              topic     events the relay gave up on (dead)
+``eventferry_order_breaks_total``      topic     chains in which the broker refused a row
+                                                 and confirmed a later one: that later
+                                                 row was delivered before the refused
+                                                 one (topic of the refused row)
 ``eventferry_redriven_total``          (none)    dead/failed rows moved back to pending
                                                  (``events_redriven``; whoever redrives:
                                                  admin, command, task). No topic: a
@@ -109,6 +113,7 @@ class _Instruments:
     published: Counter
     retried: Counter
     dead: Counter
+    order_breaks: Counter
     redriven: Counter
     claim_seconds: Histogram
     settle_seconds: Histogram
@@ -150,6 +155,9 @@ def _instruments() -> _Instruments | None:
                                 "scheduled for a retry, by topic.", ["topic"]),
                 dead=Counter("eventferry_dead", "Events the relay gave up on, by topic.",
                              ["topic"]),
+                order_breaks=Counter("eventferry_order_breaks", "Chains in which a later "
+                                     "event was delivered before an earlier one the broker "
+                                     "refused, by the refused event's topic.", ["topic"]),
                 redriven=Counter("eventferry_redriven", "Dead or failed events moved back "
                                  "to pending."),
                 claim_seconds=Histogram("eventferry_claim_seconds", "Time to claim a "
@@ -202,6 +210,11 @@ def count_outcomes(published: Iterable[str], failures: Iterable[tuple[str, bool]
         m.published.labels(topic).inc(n)
     for (topic, dead), n in Tally(failures).items():
         (m.dead if dead else m.retried).labels(topic).inc(n)
+
+
+def count_order_break(topic: str) -> None:
+    if (m := _instruments()) is not None:
+        m.order_breaks.labels(topic).inc()
 
 
 def count_committed(topics: Iterable[str]) -> None:

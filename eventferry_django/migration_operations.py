@@ -13,33 +13,33 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .ddl import TableKind, create_statements, drop_statements
+from .ddl import TableKind, create_statements, drop_statements, open_rows_index_statements
 
 
-class CreateTable(Operation):
-    """Runs one table's guarded DDL forwards and drops the table backwards.
-
-    The DDL is idempotent, so applying it to a database where a DBA already created part
-    of the table repairs what is missing and leaves the data alone. Subclasses name the
-    table and the model whose router decision applies.
-    """
+class VendorDdl(Operation):
+    """Runs hand-written vendor DDL on a database the router lets the model migrate to.
+    Subclasses name the model whose router decision applies and the statements."""
 
     reversible = True
     reduces_to_sql = True
-    table: ClassVar[TableKind]
     model_name: ClassVar[str]
 
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        """The DDL to run on ``vendor``, forwards or backwards."""
+        raise NotImplementedError
+
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """No state: the ``CreateModel`` beside this operation carries it."""
+        """No state: a ``CreateModel`` beside the table's creation carries it, and Django
+        does not track these indexes."""
 
     def _run(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState,
-        statements: list[str],
+        *, forwards: bool,
     ) -> None:
         model = state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        for statement in statements:
+        for statement in self.statements(schema_editor.connection.vendor, forwards=forwards):
             # params=None: the SQL is sent verbatim, never %-formatted.
             schema_editor.execute(statement, params=None)
 
@@ -50,8 +50,7 @@ class CreateTable(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        vendor = schema_editor.connection.vendor
-        self._run(app_label, schema_editor, to_state, create_statements(vendor, self.table))
+        self._run(app_label, schema_editor, to_state, forwards=True)
 
     def database_backwards(
         self,
@@ -60,8 +59,24 @@ class CreateTable(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        vendor = schema_editor.connection.vendor
-        self._run(app_label, schema_editor, from_state, drop_statements(vendor, self.table))
+        self._run(app_label, schema_editor, from_state, forwards=False)
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return (self.__class__.__qualname__, [], {})
+
+
+class CreateTable(VendorDdl):
+    """Runs one table's guarded DDL forwards and drops the table backwards.
+
+    The DDL is idempotent, so applying it to a database where a DBA already created part
+    of the table repairs what is missing and leaves the data alone. Subclasses name the
+    table.
+    """
+
+    table: ClassVar[TableKind]
+
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        return (create_statements if forwards else drop_statements)(vendor, self.table)
 
     def describe(self) -> str:
         return f"Create the {self.table} table and its indexes with vendor DDL"
@@ -69,9 +84,6 @@ class CreateTable(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"create_{self.table}_table"
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return (self.__class__.__qualname__, [], {})
 
 
 class CreateOutboxTable(CreateTable):
@@ -82,3 +94,20 @@ class CreateOutboxTable(CreateTable):
 class CreateInboxTable(CreateTable):
     table = "inbox"
     model_name = "inboxmessage"
+
+
+class ReplaceAggregateIndex(VendorDdl):
+    """Swaps the outbox's first-release head-of-aggregate index for the open-rows index
+    (and back when reversed); each step guarded, so it is idempotent."""
+
+    model_name = "outboxevent"
+
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        return open_rows_index_statements(vendor, forwards=forwards)
+
+    def describe(self) -> str:
+        return "Replace the outbox's head-of-aggregate index with the open-rows index"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "open_rows_index"

@@ -106,6 +106,13 @@ class TableName:
 
     @property
     def aggregate_index(self) -> str:
+        """The open-rows index: the head-of-aggregate probe and the chain walk."""
+        return f"IX_{self.table}_agg_open"
+
+    @property
+    def first_release_aggregate_index(self) -> str:
+        """The head-of-aggregate index of the first release, which migration 0005
+        replaces with :attr:`aggregate_index`."""
         return f"IX_{self.table}_agg_id_id"
 
     @property

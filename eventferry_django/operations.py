@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from .conf import get_settings
 from .exceptions import EventferryError
@@ -47,6 +46,12 @@ def parse_duration(text: str) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
+def utc_ago(duration: dt.timedelta) -> dt.datetime:
+    """That long before now, in UTC: the clock of every timestamp column, whatever
+    ``USE_TZ`` says (``timezone.now()`` is local wall time when it is False)."""
+    return dt.datetime.now(dt.UTC) - duration
+
+
 PURGE_STATUSES: dict[str, tuple[Status, ...]] = {
     "done": (Status.DONE,),
     "dead": (Status.DEAD,),
@@ -81,11 +86,13 @@ def purge(
         raise EventferryError(f"status must be one of {', '.join(PURGE_STATUSES)}, "
                               f"got {status!r}.")
     statuses = PURGE_STATUSES[status]
-    cutoff = timezone.now() - older_than
+    cutoff = utc_ago(older_than)
+    store = OutboxStore(using)
     if dry_run:
-        return _counted(_events(using).filter(status__in=statuses, processed_at__lt=cutoff),
+        return _counted(_events(using).filter(status__in=statuses,
+                                              processed_at__lt=store.utc_value(cutoff)),
                         cutoff, max_rows)
-    rows = OutboxStore(using).purge(
+    rows = store.purge(
         cutoff, statuses=statuses, batch_size=batch_size, max_rows=max_rows, progress=progress
     )
     return PurgeResult(rows, cutoff, False)
@@ -104,15 +111,16 @@ def purge_inbox(
     """Forget the messages consumers handled longer than ``older_than`` ago (of
     ``consumer`` only, if given). A message delivered again after its record is gone is
     handled again: keep records longer than any redelivery can take."""
-    cutoff = timezone.now() - older_than
+    cutoff = utc_ago(older_than)
+    store = InboxStore(using)
     if dry_run:
-        records = InboxMessage.objects.using(using or get_settings().database).filter(
-            handled_at__lt=cutoff)
+        records = InboxMessage.objects.using(store.alias).filter(
+            handled_at__lt=store.utc_value(cutoff))
         if consumer is not None:
             records = records.filter(consumer=consumer)
         return _counted(records, cutoff, max_rows)
-    rows = InboxStore(using).purge(cutoff, consumer=consumer, batch_size=batch_size,
-                                   max_rows=max_rows, progress=progress)
+    rows = store.purge(cutoff, consumer=consumer, batch_size=batch_size,
+                       max_rows=max_rows, progress=progress)
     return PurgeResult(rows, cutoff, False)
 
 
@@ -135,13 +143,15 @@ class RedriveSelection:
     error_contains: str | None = None
     include_failed: bool = False
 
-    def query(self) -> Q:
+    def query(self, utc: Callable[[dt.datetime], dt.datetime]) -> Q:
+        """The filter; ``utc`` turns ``since`` and ``until`` into what the UTC column
+        compares with (:meth:`~eventferry_django.store.bound.BoundStore.utc_value`)."""
         filters = {
             "id__in": list(self.ids) or None,
             "topic": self.topic,
             "aggregate_id": self.aggregate_id,
-            "created_at__gte": self.since,
-            "created_at__lt": self.until,
+            "created_at__gte": None if self.since is None else utc(self.since),
+            "created_at__lt": None if self.until is None else utc(self.until),
             "last_error__contains": self.error_contains,
         }
         given = {k: v for k, v in filters.items() if v is not None}
@@ -174,7 +184,8 @@ def redrive(
     The status condition is part of the UPDATE itself, so a row a relay claims meanwhile
     is left alone.
     """
-    selected = _events(using).filter(selection.query(), status__in=selection.statuses)
+    utc = OutboxStore(using).utc_value
+    selected = _events(using).filter(selection.query(utc), status__in=selection.statuses)
     if dry_run:
         return RedriveResult(selected.count(), True, list(selected.order_by("id")[:sample_size]))
     rows = selected.update(

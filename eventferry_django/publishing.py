@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.db import Error, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import EventferrySettings, get_settings
@@ -93,6 +93,8 @@ def publish_events(
         raise InvalidEvent(f"message_id {duplicate!r} is given to more than one event.")
 
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
+    if dialect.json_documents_only:
+        _refuse_scalar_payloads(rows, prefixes)
     chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
               if event.message_id is not None}
     if chosen:
@@ -133,7 +135,7 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
     try:
         with transaction.atomic(using=connection.alias):
             _insert(connection, dialect, rows)
-    except DatabaseError as exc:
+    except Error as exc:
         ids = list(chosen)
         per_query = max(1, connection.ops.bulk_batch_size(["message_id"], ids))
         try:
@@ -141,7 +143,7 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
                 taken = [message_id for start in range(0, len(ids), per_query)
                          for message_id in dialect.stored_message_ids(
                              cursor, ids[start:start + per_query])]
-        except DatabaseError:
+        except Error:
             taken = []  # the transaction is gone (SQL Server with XACT_ABORT ON)
         if not taken:
             raise
@@ -151,6 +153,17 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
             f"{chosen[first]}message_id {first!r} is already in the outbox{others}; "
             "nothing of this call was written."
         ) from exc
+
+
+def _refuse_scalar_payloads(rows: list[tuple[Any, ...]], prefixes: list[str]) -> None:
+    payload_at = INSERT_COLUMNS.index("payload")
+    for row, prefix in zip(rows, prefixes, strict=True):
+        if not row[payload_at].lstrip().startswith(("{", "[")):
+            raise InvalidEvent(
+                f"{prefix}payload: SQL Server's ISJSON check stores only a JSON object or "
+                "array, not a bare string, number, boolean or null; wrap the value, e.g. "
+                '{"value": ...}. Nothing of this call was written.'
+            )
 
 
 @lru_cache(maxsize=16)

@@ -7,8 +7,16 @@ neither a commit nor a broker round trip is paid per event.
 The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (two by default): while a
 thread of its own (:mod:`.sender`) publishes one and waits for the broker's confirms,
 the relay's thread settles another and claims its successors. Per-aggregate order does
-not depend on this: the claim never hands out a row while an earlier row of its
-aggregate is still open, so batches in flight never share an aggregate.
+not depend on this: the claim hands out an aggregate's rows only as one chain (its head
+and up to ``MAX_CHAIN`` - 1 open rows after it, in id order) while no earlier row of it is
+open elsewhere, and a chain is never split between batches, so batches in flight never
+share an aggregate and each chain goes to the broker in one publisher call, in id order.
+
+A chain whose middle row the broker refuses is settled row by row as the broker
+answered: the rows it confirmed are done, before and after the refused one, and a
+confirmed row after a refused one is an order break (counted and logged). A batch the
+broker did not answer (an outage, a crash) is handed back whole, or comes back when its
+lease expires, and is published again from its first row.
 
 Failures are sorted by whose fault they are:
 - the message's (the publisher answers RETRY or GIVE_UP): an attempt is spent, the row is
@@ -34,7 +42,7 @@ from functools import partial
 from types import FrameType
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, close_old_connections, connections
+from django.db import Error, close_old_connections, connections
 from django.utils.module_loading import import_string
 
 from . import metrics
@@ -71,6 +79,20 @@ PROGRESS_INTERVAL = 60.0
 def default_relay_id() -> str:
     """``host:pid``: what a relay is called in logs unless it is given a name."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _chains(events: Sequence[ClaimedEvent]) -> dict[str, list[ClaimedEvent]]:
+    """``events`` by aggregate, each list in id order, the aggregates in the order of their
+    first event."""
+    chains: dict[str, list[ClaimedEvent]] = {}
+    for event in sorted(events, key=lambda e: e.id):
+        chains.setdefault(event.message.aggregate_id, []).append(event)
+    return chains
+
+
+def _aggregates(events: Sequence[ClaimedEvent]) -> int:
+    """How many aggregates (heads) a claim found."""
+    return len({event.message.aggregate_id for event in events})
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
@@ -223,22 +245,28 @@ class Relay:
         return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
 
     def _claim(self) -> list[ClaimedEvent]:
-        limit = self._claim_limit()
+        limit, heads = self._claim_limit()
         if not limit:
             return []
         started = time.perf_counter()
-        events = self.store.claim(limit, self.config.claim_timeout)
+        events = self.store.claim(limit, self.config.claim_timeout, heads=heads)
         metrics.observe_claim(time.perf_counter() - started)
-        self._adapt_limit(limit, len(events))
+        self._adapt_limit(heads, _aggregates(events))
         return events
 
     def _split(self, events: list[ClaimedEvent]) -> list[list[ClaimedEvent]]:
-        """A fresh claim, cut into as many batches as may be in flight. Afterwards each
-        settlement claims the successors of its own batch's aggregates (the others' are
-        still in flight), so the batches stay apart."""
+        """A fresh claim, cut into as many batches as may be in flight, each chain whole
+        (publishing one chain in two calls would let its end out while its start waits).
+        Afterwards each settlement claims the successors of its own batch's aggregates
+        (the others' are still in flight), so the batches stay apart."""
         parts = 1 if self.config.once else min(self.config.batches_in_flight, len(events))
         size = -(-len(events) // parts)
-        return [events[start:start + size] for start in range(0, len(events), size)]
+        batches: list[list[ClaimedEvent]] = [[]]
+        for chain in _chains(events).values():
+            if len(batches[-1]) >= size and len(batches) < parts:
+                batches.append([])
+            batches[-1].extend(chain)
+        return [sorted(batch, key=lambda event: event.id) for batch in batches]
 
     def _launch(self, parts: list[list[ClaimedEvent]]) -> None:
         """Hand each batch to the publishing thread and keep it in flight."""
@@ -272,14 +300,14 @@ class Relay:
             else:
                 failures.append(self._failure(event, outcome))
         in_flight = len(batch.events) + sum(len(b.events) for b in self._in_flight)
-        next_limit = self._claim_limit(already=in_flight) if claim_next else 0
+        next_limit, next_heads = self._claim_limit(already=in_flight) if claim_next else (0, 0)
         started = time.perf_counter()
         try:
             settled, claimed = self.store.settle(
-                delivered, failures, claim_next=next_limit,
+                delivered, failures, claim_next=next_limit, claim_heads=next_heads,
                 lease_timeout=self.config.claim_timeout,
             )
-        except (DatabaseError, InterfaceError):
+        except Error:
             # Published but not settled: settle it first thing next pass, so a database
             # hiccup does not leave the batch to its lease (and a second publication).
             self._leftovers = (delivered, failures)
@@ -289,8 +317,9 @@ class Relay:
                                ((f.event.message.topic, f.dead) for f in failures))
         if failures:
             self._log_failures(failures)
+            self._count_order_breaks(batch.events, failures)
         if next_limit:
-            self._adapt_limit(next_limit, len(claimed))
+            self._adapt_limit(next_heads, _aggregates(claimed))
             if claimed:
                 self._launch([claimed])
             self._found_nothing = not claimed
@@ -343,16 +372,19 @@ class Relay:
                                ((f.event.message.topic, f.dead) for f in failures))
         if failures:
             self._log_failures(failures)
+            self._count_order_breaks([*delivered, *(f.event for f in failures)], failures)
 
-    def _claim_limit(self, already: int = 0) -> int:
-        """How many rows to ask for: the adaptive limit, within ``--max-events``."""
-        limit = self._limit
+    def _claim_limit(self, already: int = 0) -> tuple[int, int]:
+        """How many rows to ask for, within ``--max-events``, and how many heads: the
+        adaptive limit. Heads only (``MAX_CHAIN`` 1), both are the adaptive limit."""
+        rows = self._limit if self.store.max_chain == 1 else self.config.batch_size
         if self.config.max_events is not None:
-            limit = min(limit, self.config.max_events - self.stats.claimed - already)
-        return max(0, limit)
+            rows = min(rows, self.config.max_events - self.stats.claimed - already)
+        rows = max(0, rows)
+        return rows, min(rows, self._limit)
 
     def _adapt_limit(self, asked: int, claimed: int) -> None:
-        """Ask for no more rows than the last claim found.
+        """Ask for no more heads (aggregates) than the last claim found.
 
         A claim that finds fewer claimable rows than it asks for scans every open row to
         be sure, and a backlog queued behind few aggregates makes that scan long, pass
@@ -410,6 +442,30 @@ class Relay:
             if isinstance(exc, BrokerUnavailable):
                 raise
             raise BrokerUnavailable(f"publisher raised {type(exc).__name__}: {exc}") from exc
+
+    def _count_order_breaks(self, events: Sequence[ClaimedEvent], failures: Sequence[Failure]
+                            ) -> None:
+        """Count and log each chain of ``events`` in which a row the broker confirmed
+        follows one it refused: the later row reached consumers first."""
+        refused = {f.event.id for f in failures}
+        for aggregate, chain in _chains(events).items():
+            first = next((i for i, e in enumerate(chain) if e.id in refused), None)
+            if first is None:
+                continue
+            later = [e.id for e in chain[first + 1:] if e.id not in refused]
+            if not later:
+                continue
+            message = chain[first].message
+            metrics.count_order_break(message.topic)
+            skipped = [e.id for e in chain[first:] if e.id in refused and e.id < later[-1]]
+            logger.warning(
+                "[%s] order break in aggregate %s/%s: outbox row(s) %s refused, later row(s) "
+                "%s of the same chain delivered before them", self.config.relay_id,
+                message.aggregate_type, aggregate, skipped, later,
+                extra={"relay_id": self.config.relay_id, "aggregate_type":
+                       message.aggregate_type, "aggregate_id": aggregate, "topic": message.topic,
+                       "refused_ids": skipped, "delivered_ids": later},
+            )
 
     def _log_failures(self, failures: Sequence[Failure]) -> None:
         """One line per refused event: ERROR when it went dead (someone has to look), INFO
@@ -499,7 +555,10 @@ class Relay:
                 close_old_connections()
                 try:
                     result = self.run_once()
-                except (DatabaseError, InterfaceError) as exc:
+                # django.db.Error, the parent of DatabaseError and InterfaceError: pyodbc
+                # raises SQLSTATE 40001 and generic HY000 errors as its base Error, which
+                # Django wraps as neither.
+                except Error as exc:
                     self._on_error("database", exc, error_sleep)
                     connections[self.store.alias].close()
                     error_sleep = min(error_sleep * 2, MAX_ERROR_BACKOFF)
@@ -550,7 +609,7 @@ class Relay:
                 if batch.results is not None:
                     batch.results.cancel()  # not published yet: it never will be now
                 self.store.release(batch.publishing)
-        except (DatabaseError, InterfaceError) as exc:
+        except Error as exc:
             logger.warning("[%s] could not settle or hand back claimed events (%s); they "
                            "return when their lease expires", self.config.relay_id, exc)
 

@@ -74,12 +74,22 @@ def fresh_database() -> str:
     django.setup()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
-    if database["ENGINE"] != "django.db.backends.sqlite3":
+    # run_syncdb: apps without migrations (SHOP_DJANGO_APPS_FROM_MODELS) get their tables too
+    call_command("migrate", run_syncdb=True, verbosity=0)
+    if database["ENGINE"] != "django.db.backends.sqlite3" and _has_rows():
         call_command("flush", interactive=False, verbosity=0)
     where = database["NAME"] if database["ENGINE"].endswith("sqlite3") else (
         f"{database['ENGINE'].rsplit('.', 1)[-1]} database {database['NAME']!r}")
     return str(where)
+
+
+def _has_rows() -> bool:
+    """Whether an earlier run left anything behind (a new database needs no flush)."""
+    from eventferry_django.models import InboxMessage, OutboxEvent
+
+    from orders.models import Order
+
+    return any(model.objects.exists() for model in (Order, OutboxEvent, InboxMessage))
 
 
 def prepare_queue() -> None:

@@ -82,6 +82,8 @@ def insert(rows: list[OutboxEvent], per_statement: int = 500) -> None:
     placeholders = "(" + ", ".join(
         dialect.json_placeholder if c in ("payload", "headers") else "%s" for c in columns
     ) + ")"
+    # No more parameters a statement than the database takes (SQL Server: 2,100).
+    per_statement = max(1, min(per_statement, ops.bulk_batch_size(columns, rows)))
     for start in range(0, len(rows), per_statement):
         chunk = rows[start:start + per_statement]
         params = [

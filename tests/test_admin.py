@@ -29,6 +29,11 @@ DEAD = reverse("admin:eventferry_django_deadoutboxevent_changelist")
 
 _numbers = itertools.count(1)
 
+#: Users are created logged in once: a NULL last_login is the one value the T-SQL
+#: endpoint cannot store in its datetimeoffset column under USE_TZ (engine_gaps:
+#: datetimeoffset-null); SQL Server stores either, and no test here looks at it.
+LAST_LOGIN = timezone.now
+
 
 def make_event(
     status: Status = Status.DEAD,
@@ -56,7 +61,8 @@ def make_event(
 
 def staff_user(username: str, *codenames: str) -> User:
     """A staff user (not a superuser) holding exactly these eventferry permissions."""
-    user = User.objects.create_user(username, password="secret-pass-123", is_staff=True)
+    user = User.objects.create_user(username, password="secret-pass-123", is_staff=True,
+                                    last_login=LAST_LOGIN())
     perms = Permission.objects.filter(content_type__app_label="eventferry_django",
                                       codename__in=codenames)
     assert sorted(p.codename for p in perms) == sorted(codenames)
@@ -123,7 +129,8 @@ def test_text_that_is_not_json_is_shown_escaped_as_is() -> None:
 
 def test_rows_are_read_only_even_for_a_superuser() -> None:
     event = make_event(Status.PENDING)
-    root = User.objects.create_superuser("root", password="secret-pass-123")
+    root = User.objects.create_superuser("root", password="secret-pass-123",
+                                         last_login=LAST_LOGIN())
     client = client_for(root)
 
     assert client.get(reverse("admin:eventferry_django_outboxevent_add")).status_code == 403
@@ -211,7 +218,9 @@ def test_no_full_count_of_the_table() -> None:
     client = client_for(staff_user("viewer", "view_outboxevent"))
     with CaptureQueriesContext(connection) as queries:
         client.get(EVENTS, {"topic": "a"})
-    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    # mssql-django counts with COUNT_BIG(...)
+    counts = [q["sql"] for q in queries.captured_queries
+              if re.search(r"\bCOUNT(_BIG)?\(", q["sql"].upper())]
     # Only the filtered count the paginator needs; no second, unfiltered one.
     assert len(counts) == 1
 
@@ -435,7 +444,8 @@ INBOX = reverse("admin:eventferry_django_inboxmessage_changelist")
 def test_inbox_records_are_listed_read_only_and_found_by_message_id() -> None:
     for n, consumer in enumerate(["shipping", "billing", "shipping"]):
         InboxMessage.objects.create(consumer=consumer, message_id=f"msg-{n}")
-    root = User.objects.create_superuser("root", password="secret-pass-123")
+    root = User.objects.create_superuser("root", password="secret-pass-123",
+                                         last_login=LAST_LOGIN())
     client = client_for(root)
 
     listing = client.get(INBOX)

@@ -200,6 +200,15 @@ def test_outbox_sql_for_a_dba() -> None:
         run("outbox_sql", "--vendor", "oracle")
 
 
+def test_outbox_sql_prints_the_optional_sequential_key_tuning_for_sql_server_only() -> None:
+    out = run("outbox_sql", "--vendor", "microsoft", "--inbox", "--optimize-sequential-key")
+    assert "ALTER INDEX [PK_inbox] ON [dbo].[inbox] SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)" in out
+    off = run("outbox_sql", "--vendor", "microsoft", "--optimize-sequential-key", "--reverse")
+    assert "ON [dbo].[outbox] SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = OFF)" in off
+    with pytest.raises(CommandError, match="--optimize-sequential-key is SQL Server's"):
+        run("outbox_sql", "--vendor", "postgresql", "--optimize-sequential-key")
+
+
 def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:
     """As the settings check does (eventferry.E014): SQLite has no schemas."""
     with pytest.raises(CommandError, match=r"SQLite has no schemas: --schema 'X' cannot be used"):

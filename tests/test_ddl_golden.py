@@ -6,6 +6,7 @@ machines with no SQL Server.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -139,6 +140,7 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
     lease = "2026-11-21 12:00:00.123"
     calls = {
         "claim": lambda c: dialect.claim(c, 500, 60_000),
+        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100),
         "ack": lambda c: dialect.ack(c, [1, 2, 3], lease),
         "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
         "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
@@ -213,6 +215,63 @@ def test_tsql_claim_batch_parts_parse_and_hold_the_contract() -> None:
     assert update.rstrip().endswith("OPTION (MAXDOP 1)")
     assert "SYSUTCDATETIME()" in update and "GETDATE" not in batch
     assert "ISOLATION LEVEL" not in batch
+
+
+def test_tsql_chained_claim_parses_and_never_lets_a_later_row_out_first() -> None:
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    batch = dialect.claim_sql(chained=True)
+    heads, chains = dialect.claim_heads_sql(), dialect.claim_chains_sql()
+    declare = dialect.claim_declare_sql(chained=True)
+    assert heads in batch and chains in batch and declare in batch
+    for part in declare.split(";\n"):
+        _parse_one(part)
+    heads_tree = _parse_one(as_tsql_parameters(heads))
+    assert isinstance(heads_tree, exp.Insert) and "@heads" in heads_tree.sql("tsql")
+    chains_tree = _parse_one(as_tsql_parameters(chains))
+    assert isinstance(chains_tree, exp.Update) and "INTO @claimed" in chains_tree.sql("tsql")
+    assert "WITH" not in chains.split("UPDATE", 1)[0]  # a derived table, not a CTE
+    # The heads: READPAST on the scan, never on the head probe.
+    scan, probe = heads.split("NOT EXISTS", 1)
+    assert "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)" in scan
+    assert "WITH (READCOMMITTEDLOCK)" in probe and "READPAST" not in probe
+    # The chain walk: no READPAST (a skipped locked row would let a later one out first),
+    # and it stops at the first row not claimable by its own state.
+    assert "READPAST" not in chains
+    walk = chains_tree.find(exp.Lateral)
+    assert walk is not None and "CROSS APPLY" in walk.sql("tsql")
+    assert "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)" in chains
+    assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in chains
+    assert "r.unbroken = 1" in chains and "c.[id] > h.[id]" in chains
+    # Each chain reads at most its share of the batch.
+    share = dialect.claim_share_sql()
+    assert share in batch and "TOP (@share)" in chains
+    assert isinstance(_parse_one(as_tsql_parameters(share)), exp.Select)
+    # Parameters: heads' TOP, lease; the share (4); the claim's TOP, lease.
+    assert batch.count("%s") == 8
+    assert "ISOLATION LEVEL" not in batch and "GETDATE" not in batch
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_open_rows_index_migration_matches_golden(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert_golden(f"{vendor}_open_rows_index.sql", render(dialect.open_rows_index_statements()))
+    assert_golden(f"{vendor}_open_rows_index_reverse.sql",
+                  render(dialect.open_rows_index_statements(forwards=False)))
+
+
+@pytest.mark.parametrize("forwards", [True, False])
+def test_tsql_open_rows_index_migration_parses(forwards: bool) -> None:
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    created, dropped = dialect.open_rows_index_statements(forwards=forwards)
+    for batch, kind in ((created, exp.Create), (dropped, exp.Drop)):
+        block = _parse_one(batch)
+        assert isinstance(block, exp.IfBlock)
+        assert block.find(kind) is not None
+        assert "[messaging].[outbox]" in batch
+    new, old = "IX_outbox_agg_open", "IX_outbox_agg_id_id"
+    assert (new in created and old in dropped) is forwards
+    if forwards:
+        assert "([aggregate_id], [id]) WHERE [status] IN (0, 1, 3)" in created
 
 
 def test_tsql_ack_is_one_statement_with_one_parameter_for_all_ids() -> None:
@@ -309,5 +368,88 @@ def test_tsql_inbox_record_probes_with_a_key_range_lock() -> None:
     assert "WITH (UPDLOCK, HOLDLOCK)" in probe
     assert params == ["shipping", "m-1", "shipping", "m-1"]
     purge, _ = tsql_inbox_operations()["purge"]
-    assert "WITH (ROWLOCK, READPAST)" in purge and "CAST(@p2 AS DATETIME2(3))" in (
-        as_tsql_parameters(purge))
+    assert "WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)" in purge
+    assert "CAST(@p2 AS DATETIME2(3))" in as_tsql_parameters(purge)
+
+
+def test_every_tsql_readpast_comes_with_readcommittedlock() -> None:
+    """READPAST is refused at READ COMMITTED under READ_COMMITTED_SNAPSHOT (the Azure SQL
+    default) unless READCOMMITTEDLOCK is in the same hint list: the claim and both purges
+    must all run there."""
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    statements = [sql for sql, _ in tsql_operations(dialect).values()]
+    statements += [sql for sql, _ in tsql_inbox_operations().values()]
+    hint_lists = [hints for sql in statements
+                  for hints in re.findall(r"WITH \(([A-Z, ]+)\)", sql) if "READPAST" in hints]
+    assert len(hint_lists) >= 3  # the claim, the outbox purge, the inbox purge
+    for hints in hint_lists:
+        assert "READCOMMITTEDLOCK" in hints.split(", "), hints
+
+
+def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> None:
+    """SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns, but
+    a driver that sends the claim as a plain batch would leave them on the connection for
+    whoever uses it next (a pool's next borrower): row counts gone, every error dooming
+    the transaction. So the batch turns both off itself, after the result and before a
+    re-raised error alike."""
+    batch = MicrosoftDialect(TableName("outbox")).claim_sql()
+    reset = "SET NOCOUNT OFF;\nSET XACT_ABORT OFF;"
+    assert batch.rstrip().endswith(reset)
+    catch = batch.split("BEGIN CATCH", 1)[1].split("END CATCH;", 1)[0]
+    assert catch.index("SET NOCOUNT OFF;") < catch.index("THROW;")
+    assert catch.index("SET XACT_ABORT OFF;") < catch.index("THROW;")
+
+
+# -- what a DBA asks about ---------------------------------------------------------------
+
+
+def sequential_key_text() -> str:
+    """What ``outbox_sql --optimize-sequential-key`` prints, on and off, for both tables."""
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    tables = {"outbox": dialect.outbox,
+              "inbox": dialect.inbox(TableName("inbox", "messaging", role="Inbox"))}
+    return "".join(
+        f"-- {kind} {'on' if on else 'off'}\n{statement}\n\n"
+        for kind, table in tables.items() for on in (True, False)
+        for statement in dialect.sequential_key_statements(table, on=on)
+    )
+
+
+def test_tsql_sequential_key_option_matches_golden() -> None:
+    assert_golden("microsoft_sequential_key.sql", sequential_key_text())
+
+
+def test_tsql_sequential_key_option_is_compiled_only_where_it_exists() -> None:
+    """SQL Server 2016/2017 reject OPTIMIZE_FOR_SEQUENTIAL_KEY at compile time, even in
+    an IF branch not taken: the ALTER must be dynamic SQL behind the version guard."""
+    [statement] = MicrosoftDialect(TableName("outbox")).sequential_key_statements(
+        MicrosoftDialect(TableName("outbox")).outbox)
+    guard, dynamic = statement.removeprefix("IF ").split("\n    EXEC(N'")
+    _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
+    assert "'ProductMajorVersion') AS INT) >= 15" in guard
+    assert "'EngineEdition') AS INT) IN (5, 8)" in guard
+    assert dynamic == ("ALTER INDEX [PK_outbox] ON [dbo].[outbox] "
+                       "SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON)');")
+    # sqlglot has no grammar for ALTER INDEX ... SET; the golden file pins the text.
+    alter = sqlglot.parse_one(dynamic.removesuffix("');"), read="tsql")
+    assert isinstance(alter, exp.Command) and alter.name.upper() == "ALTER"
+
+
+def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> None:
+    """A filtered index serves only predicates the optimizer can prove lie inside its
+    filter when the plan is compiled: literals, not parameters. Every status the claim
+    scan reads is a literal inside the claim index's filter. (Under PARAMETERIZATION
+    FORCED they stay literals: the claim is sent already parameterized, and such
+    statements are left alone.)"""
+    dialect = MicrosoftDialect(TableName("outbox"))
+    scan = dialect.claim_update_sql().split("JOIN (", 1)[1].split("NOT EXISTS", 1)[0]
+    assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", scan)
+    read = {int(code) for code in re.findall(r"c\.\[status\] = (\d)", scan)}
+    claim_index = next(i for i in dialect.outbox.indexes if i.open_rows_only)
+    assert dialect.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
+    assert read and read <= {0, 1, 3}
+
+
+def test_tsql_purge_batches_stay_below_lock_escalation() -> None:
+    """5,000 locks on one table or index make SQL Server escalate to a table lock."""
+    assert MicrosoftDialect.max_delete_batch <= 4_000

@@ -24,7 +24,14 @@ from eventferry_django.models import InboxMessage
 from eventferry_django.naming import TableName
 from eventferry_django.operations import purge_inbox
 
+from .engine_gaps import babelfish_gap
 from .testapp.models import Shipment
+
+#: mssql-django inserts a row with "SET NOCOUNT ON; INSERT ...; SELECT SCOPE_IDENTITY()";
+#: SQL Server restores NOCOUNT when that parameterized batch returns, the endpoint leaves
+#: it on, and the inbox's INSERT then reports a row count of -1 (read as a duplicate).
+NOCOUNT_GAP = babelfish_gap("prepared-batch-set-leaks",
+                            "an earlier ORM insert leaves NOCOUNT on: the inbox row count reads -1")
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,6 +48,7 @@ def records() -> list[tuple[str, str]]:
     return sorted(InboxMessage.objects.values_list("consumer", "message_id"))
 
 
+@NOCOUNT_GAP
 def test_a_message_is_handled_once_and_its_result_returned() -> None:
     assert ship("m-1", "SO-1") == "shipped SO-1"
     assert ship("m-1", "SO-1") is DUPLICATE
@@ -52,6 +60,7 @@ def test_a_message_is_handled_once_and_its_result_returned() -> None:
     assert abs((timezone.now() - row.handled_at).total_seconds()) < 60
 
 
+@NOCOUNT_GAP
 def test_a_failing_handler_rolls_back_its_record_with_its_writes() -> None:
     with pytest.raises(RuntimeError, match="failed after writing"):
         ship("m-1", "SO-1", fail=True)
@@ -62,6 +71,7 @@ def test_a_failing_handler_rolls_back_its_record_with_its_writes() -> None:
     assert Shipment.objects.count() == 1
 
 
+@NOCOUNT_GAP
 def test_each_consumer_handles_a_message_once_on_its_own() -> None:
     @handle_once("billing")
     def bill(message_id: str) -> None:
@@ -121,6 +131,7 @@ def test_recording_in_autocommit_is_refused() -> None:
     assert records() == []
 
 
+@NOCOUNT_GAP
 def test_duplicates_are_counted_by_consumer() -> None:
     from prometheus_client import REGISTRY
 

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
+from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections, transaction
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 from django.utils import timezone
 from django_prometheus.exports import ExportToDjangoView
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -132,12 +133,17 @@ def test_relay_counts_outcomes_by_topic_and_times_its_steps() -> None:
         publish_events([NewEvent("m.ok", {}, "a", f"ok-{n}") for n in range(4)]
                        + [NewEvent("m.retry", {}, "b", f"retry-{n}") for n in range(2)]
                        + [NewEvent("m.dead", {}, "c", "dead-1")])
-    settings = get_settings()
-    relay = Relay(RelayConfig(batch_size=100, until_empty=True, claim_timeout=60,
-                              max_attempts=settings.max_attempts),
-                  publisher=ScriptedPublisher({"m.retry": Outcome.RETRY,
-                                               "m.dead": Outcome.GIVE_UP}))
-    stats = relay.run()
+    # The retries wait far longer than any pass takes, so the run ends with them pending
+    # however slow the database is (a one-second backoff made a slow pass retry them again).
+    slow_retries = {**django_settings.EVENTFERRY,
+                    "BACKOFF": {"BASE": 300.0, "MAX": 300.0, "JITTER": 0.0}}
+    with override_settings(EVENTFERRY=slow_retries):
+        settings = get_settings()
+        relay = Relay(RelayConfig(batch_size=100, until_empty=True, claim_timeout=60,
+                                  max_attempts=settings.max_attempts),
+                      publisher=ScriptedPublisher({"m.retry": Outcome.RETRY,
+                                                   "m.dead": Outcome.GIVE_UP}))
+        stats = relay.run()
     assert (stats.published, stats.retried, stats.dead) == (4, 2, 1)
 
     def delta(name: str, topic: str) -> float:

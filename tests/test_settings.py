@@ -49,6 +49,8 @@ def test_defaults_are_valid_and_documented() -> None:
         ({"BATCH_SIZE": 10_001}, "eventferry.E005", "EVENTFERRY['BATCH_SIZE'] is 10001"),
         ({"BATCHES_IN_FLIGHT": 0}, "eventferry.E015", "EVENTFERRY['BATCHES_IN_FLIGHT'] is 0; it must be a whole number 1..8"),
         ({"BATCHES_IN_FLIGHT": 2.0}, "eventferry.E015", "EVENTFERRY['BATCHES_IN_FLIGHT'] is 2.0"),
+        ({"MAX_CHAIN": 0}, "eventferry.E016", "EVENTFERRY['MAX_CHAIN'] is 0; it must be a whole number 1..10,000"),
+        ({"MAX_CHAIN": 10_001}, "eventferry.E016", "EVENTFERRY['MAX_CHAIN'] is 10001"),
         ({"MAX_ATTEMPTS": True}, "eventferry.E006", "EVENTFERRY['MAX_ATTEMPTS'] is True"),
         ({"BACKOFF": {"BASE": -1}}, "eventferry.E007", "EVENTFERRY['BACKOFF'] BASE is -1"),
         ({"BACKOFF": {"BASE": 10, "MAX": 5}}, "eventferry.E007", "EVENTFERRY['BACKOFF'] MAX is 5; it must be seconds, at least BASE"),

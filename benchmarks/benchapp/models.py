@@ -15,3 +15,14 @@ class PlainEvent(models.Model):
 
     class Meta:
         app_label = "benchapp"
+
+
+class SoakAccount(models.Model):
+    """The soak's business row: each writer transaction moves an account's ``seq`` on by
+    the events it publishes, under the row lock, so ``seq`` orders an aggregate's events."""
+
+    seq = models.BigIntegerField(default=0)
+    balance = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = "benchapp"

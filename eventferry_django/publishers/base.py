@@ -118,7 +118,13 @@ class Publisher:
         return type(self).__name__
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
-        """Deliver ``messages``; return one result per message, in the same order."""
+        """Deliver ``messages``; return one result per message, in the same order.
+
+        ``messages`` are in id order, and a chain (several rows of one aggregate) always
+        arrives whole in one call. Send them in the order given, on one connection or
+        channel, and say in the class docstring what order the broker then preserves:
+        that is the ordering promise the relay can make to consumers.
+        """
         raise NotImplementedError
 
     def close(self) -> None:

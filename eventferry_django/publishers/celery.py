@@ -89,6 +89,10 @@ class CeleryPublisher(Publisher):
     waits for its own confirm, one round trip per message: for high volume to RabbitMQ,
     :class:`~eventferry_django.publishers.kombu.KombuPublisher` pipelines a whole batch.
 
+    Order: tasks are enqueued one after another in the order given, through one producer;
+    that enqueue order is what is preserved. Workers with concurrency > 1 (or several
+    workers) run tasks of one aggregate in parallel, so execution order is not kept.
+
     Outcomes: sent -> ``OK``; no task for the topic, a payload that is not JSON or that
     the app's serializer cannot encode -> ``GIVE_UP``; connection errors (kombu's
     ``OperationalError`` and the transport's connection and channel errors) raise

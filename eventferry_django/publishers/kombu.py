@@ -275,6 +275,11 @@ class KombuPublisher(Publisher):
     connection is dropped and the next :meth:`publish` reconnects. Messages of such a
     batch may have reached the broker and will be sent again: delivery is at least once.
 
+    Order: a batch is written in the order given on one channel, so RabbitMQ (and Redis,
+    per list) keeps it within each queue the messages reach; the relay hands it a chain
+    in id order in one call. Consumers that prefetch several messages and handle them in
+    parallel, or several consumers on one queue, can still process them out of order.
+
     One connection and channel serve every batch until :meth:`close`. Calls are
     serialised by a lock, as a connection must not be shared between threads.
     """

@@ -14,7 +14,8 @@ from .base import OutboundMessage, Publisher, PublishResult
 class LoggingPublisher(Publisher):
     """Logs every message at INFO on the logger named by OPTIONS ``logger``
     (default ``eventferry_django.published``). Useful in development and as the default, so a
-    new install relays something visible before a broker is configured."""
+    new install relays something visible before a broker is configured. Messages are
+    logged in the order given, so the log keeps each aggregate's id order."""
 
     def __init__(self, *, logger: str = "eventferry_django.published", **options: Any) -> None:
         super().__init__(logger=logger, **options)

@@ -10,7 +10,8 @@ from .base import OutboundMessage, Publisher, PublishResult
 
 
 class InMemoryPublisher(Publisher):
-    """Appends every message to :attr:`sent`, shared by all instances in the process.
+    """Appends every message to :attr:`sent`, shared by all instances in the process, in
+    the order given (so :attr:`sent` keeps each aggregate's id order).
 
     In a test::
 

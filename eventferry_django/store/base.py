@@ -83,6 +83,14 @@ MAX_BATCH = 10_000
 OPEN_STATUSES_SQL = "(0, 1, 3)"
 
 
+def chain_share(max_chain: int, limit: int, heads: int) -> int:
+    """How many rows may follow each of ``heads`` heads in a claim of ``limit`` rows:
+    a fair share of the batch, and never more than ``max_chain`` - 1. A hot aggregate
+    alone gets the whole batch; a hundred deep ones get a slice each, so the claim reads
+    about as many rows as it hands out instead of ``heads * max_chain``."""
+    return max(0, min(max_chain, -(-limit // max(heads, 1))) - 1)
+
+
 @dataclass(frozen=True)
 class Index:
     name: str
@@ -146,17 +154,19 @@ class Table:
         return [name for name in self.object_names() if len(name) > limit]
 
 
-def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tuple[Index, ...]:
-    """The contract's three indexes. ``status_keyed_probe`` makes ``status`` the second key
-    column of the head-of-aggregate index (see :attr:`Dialect.status_keyed_probe`)."""
-    probe = (
-        Index(name.aggregate_index, ("aggregate_id", "status", "id"))
-        if status_keyed_probe
-        else Index(name.aggregate_index, ("aggregate_id", "id"), include=("status",))
+def contract_indexes(name: TableName, *, partial: bool = True) -> tuple[Index, ...]:
+    """The contract's three indexes. Without ``partial`` (filtered) indexes, ``status``
+    becomes the open-rows index's second key column, so its probes seek straight to the
+    open statuses instead of walking an aggregate's closed history."""
+    open_rows = (
+        Index(name.aggregate_index, ("aggregate_id", "id"), open_rows_only=True)
+        if partial
+        else Index(name.aggregate_index, ("aggregate_id", "status", "id"))
     )
     return (
-        # The head-of-aggregate probe: "is there an earlier open row of this aggregate?"
-        probe,
+        # The head-of-aggregate probe ("is there an earlier open row of this aggregate?")
+        # and the chain walk ("the open rows after the head, in id order").
+        open_rows,
         # The claim scan, over open rows only, so retained done rows cost it nothing.
         Index(
             name.claim_index,
@@ -167,6 +177,15 @@ def contract_indexes(name: TableName, *, status_keyed_probe: bool = False) -> tu
         # The retention scan of purge.
         Index(name.retention_index, ("status", "processed_at")),
     )
+
+
+def first_release_probe_index(name: TableName, *, status_keyed: bool) -> Index:
+    """The head-of-aggregate index of the first release (migration 0001 as released),
+    which migration 0005 replaces with the open-rows index; rebuilt when 0005 is
+    reversed."""
+    if status_keyed:
+        return Index(name.first_release_aggregate_index, ("aggregate_id", "status", "id"))
+    return Index(name.first_release_aggregate_index, ("aggregate_id", "id"), include=("status",))
 
 
 def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:
@@ -210,11 +229,9 @@ class Dialect(ClosedRowsSql):
     supports_include: ClassVar[bool] = False
     #: Whether filtered (partial) indexes exist.
     supports_partial_index: ClassVar[bool] = True
-    #: With ``(aggregate_id, id)`` as the probe's key, proving a row is the head of its
-    #: aggregate walks every earlier row of the aggregate, done ones included, so the
-    #: claim slows down as history accumulates. With ``(aggregate_id, status, id)`` the
-    #: probe seeks straight to the open rows. SQL Server keeps the contract's
-    #: ``(aggregate_id, id) INCLUDE (status)``: it is the reference.
+    #: How the first release keyed its head-of-aggregate index: ``(aggregate_id,
+    #: status, id)``, or SQL Server's ``(aggregate_id, id) INCLUDE (status)``. Only
+    #: migration 0005's reverse builds that index now.
     status_keyed_probe: ClassVar[bool] = True
 
     def __init__(self, name: TableName, *, native_json: bool = False) -> None:
@@ -265,6 +282,10 @@ class Dialect(ClosedRowsSql):
         already guarantees it."""
         raise NotImplementedError
 
+    #: Whether the JSON check accepts only an object or an array (not a bare string,
+    #: number, boolean or null), so a scalar payload must be refused before the INSERT.
+    json_documents_only: bool = False
+
     def primary_key(self, table: Table) -> str | None:
         return (f"CONSTRAINT {self.quote(table.name.primary_key)} "
                 f"PRIMARY KEY ({self.quote('id')})")
@@ -308,18 +329,43 @@ class Dialect(ClosedRowsSql):
         table = table or self.outbox
         statements = [f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} "
                       f"{self.table_body(table)}"]
-        statements += [
-            f"CREATE INDEX IF NOT EXISTS {self.index_definition(index, table)}"
-            for index in table.indexes
-        ]
+        for index in table.indexes:
+            statements += self.create_index_statements(index, table)
         return statements
+
+    def create_index_statements(self, index: Index, table: Table) -> list[str]:
+        """Create ``index`` on ``table`` unless an index of that name exists."""
+        return [f"CREATE INDEX IF NOT EXISTS {self.index_definition(index, table)}"]
+
+    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
+        """Drop ``index`` from ``table`` if it exists."""
+        qualified = TableName(index.name, table.name.schema).quoted(self.vendor)
+        return [f"DROP INDEX IF EXISTS {qualified}"]
 
     def indexes(self) -> tuple[Index, ...]:
         """The outbox's indexes as this vendor builds them."""
-        return contract_indexes(self.name, status_keyed_probe=self.status_keyed_probe)
+        return contract_indexes(self.name, partial=self.supports_partial_index)
+
+    def open_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0005: replace the first release's head-of-aggregate index with the
+        open-rows index (forwards), or the other way round. Each step is guarded, so
+        running it again, or on a table 0001 created with the new index already, only
+        does what is missing. The new index is built before the old one goes, so the
+        claim always has one to probe."""
+        table = self.outbox
+        new = table.indexes[0]
+        old = first_release_probe_index(self.name, status_keyed=self.status_keyed_probe)
+        build, drop = (new, old) if forwards else (old, new)
+        return self.create_index_statements(build, table) + self.drop_index_statements(
+            drop, table)
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]
+
+    def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
+        """Tuning of the primary key for inserts that all land on its last page (SQL
+        Server's OPTIMIZE_FOR_SEQUENTIAL_KEY); nothing elsewhere."""
+        return []
 
     # -- DML ---------------------------------------------------------------------------
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
@@ -417,31 +463,43 @@ class Dialect(ClosedRowsSql):
     skip_locked_sql: ClassVar[str] = ""
 
     def fresh_candidates_sql(self) -> str:
-        """Ids of fresh heads, read in the claim index's own order (status,
+        """Ids and aggregates of fresh heads, read in the claim index's own order (status,
         next_retry_at, id), which for fresh rows is id order: the scan stops at the limit
         instead of sorting every open row. One placeholder: the limit."""
         q = self.quote
         return self.statement("fresh_candidates", lambda: (
-            f"SELECT c.{q('id')} FROM {self.table} AS c "
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {self.fresh_sql('c')} AND {self.head_of_aggregate_sql('c')} "
             f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s"
             f"{self.skip_locked_sql}"
         ))
 
     def overdue_candidates_sql(self) -> str:
-        """Ids of overdue heads (few, found apart). Placeholders: lease offset, limit."""
+        """Ids and aggregates of overdue heads (few, found apart). Placeholders: lease
+        offset, limit."""
         q = self.quote
         return self.statement("overdue_candidates", lambda: (
-            f"SELECT c.{q('id')} FROM {self.table} AS c "
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {self.overdue_sql('c')} AND {self.head_of_aggregate_sql('c')} "
             f"ORDER BY c.{q('id')} LIMIT %s{self.skip_locked_sql}"
         ))
 
+    def claimable_status_sql(self, alias: str = "c") -> str:
+        """The row's own state lets it be claimed (whatever precedes it); one
+        placeholder, the lease timeout offset."""
+        return f"(({self.fresh_sql(alias)}) OR {self.overdue_sql(alias)})"
+
+    def unbroken_sql(self, alias: str, window: str) -> str:
+        """1 while every row of ``window`` up to this one is claimable by its own state,
+        0 from the first that is not: a chain stops there. One placeholder, the lease
+        timeout offset."""
+        return (f"MIN(CASE WHEN {self.claimable_status_sql(alias)} THEN 1 ELSE 0 END) "
+                f"OVER ({window})")
+
     def claimable_sql(self, alias: str = "c") -> str:
         """Rows a relay may take now, each the head of its aggregate; one placeholder,
         the lease timeout offset."""
-        return (f"(({self.fresh_sql(alias)}) OR {self.overdue_sql(alias)}) "
-                f"AND {self.head_of_aggregate_sql(alias)}")
+        return f"{self.claimable_status_sql(alias)} AND {self.head_of_aggregate_sql(alias)}"
 
     #: Table hint on the head-of-aggregate probe (SQL Server only).
     probe_hint: ClassVar[str] = ""
@@ -473,9 +531,12 @@ class Dialect(ClosedRowsSql):
     #: commit per batch.
     relay_transaction_sql: ClassVar[str | None] = None
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
+              heads: int | None = None) -> list[tuple[Any, ...]]:
         """Claim up to ``limit`` rows in one short transaction; rows in
-        :data:`CLAIM_COLUMNS` order, lowest id first."""
+        :data:`CLAIM_COLUMNS` order, lowest id first. ``max_chain`` > 1 also hands out,
+        behind each of at most ``heads`` heads (default ``limit``), the open rows of its
+        aggregate that follow it (see the contract's chains); 1 claims heads only."""
         raise NotImplementedError
 
     def settle_condition(self, ids: Sequence[int], lease: Any) -> tuple[str, list[Any]]:
@@ -487,7 +548,7 @@ class Dialect(ClosedRowsSql):
         return f"{condition} AND {held}", [*params, lease]
 
     def is_transient(self, exc: BaseException) -> bool:
-        """Whether ``exc`` (a Django DatabaseError) means "try the same again": a deadlock
+        """Whether ``exc`` (a ``django.db.Error``) means "try the same again": a deadlock
         victim, a serialization failure, a lock wait that timed out."""
         return False
 
@@ -555,6 +616,8 @@ class Dialect(ClosedRowsSql):
     #: How a batch delete's id subquery ends: its limit, and a lock where there are row
     #: locks.
     purge_subquery_tail: ClassVar[str] = "LIMIT %s"
+    #: The most rows one purge statement deletes, whatever batch size is asked for.
+    max_delete_batch: ClassVar[int] = MAX_BATCH
 
     def delete_batch(
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
@@ -578,6 +641,9 @@ class Dialect(ClosedRowsSql):
 
     #: The placeholder of a bound time (purge's cutoff, a lease token).
     timestamp_placeholder: ClassVar[str] = "%s"
+    #: Whether the timestamp columns carry their zone (PostgreSQL's timestamptz); the
+    #: other vendors' hold UTC wall time, with no zone to convert a bound value by.
+    zoned_timestamps: ClassVar[bool] = False
 
     def purge_condition(self, statuses: Sequence[int]) -> str:
         """Closed rows older than the bound cutoff; statuses are ints, never user text."""

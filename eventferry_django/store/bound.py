@@ -4,6 +4,7 @@ deadlock, and deleting in bounded batches."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
 import time
@@ -11,8 +12,10 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, connections, transaction
+from django.conf import settings as django_settings
+from django.db import Error, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
 
 from ..conf import get_settings
 from ..exceptions import EventferryError
@@ -42,6 +45,25 @@ class BoundStore:
     def connection(self) -> BaseDatabaseWrapper:
         return connections[self.alias]
 
+    def utc_value(self, moment: dt.datetime) -> dt.datetime:
+        """``moment`` as a value the ORM compares the UTC columns with correctly.
+
+        The columns hold the database's UTC clock whatever ``USE_TZ`` says, but with
+        ``USE_TZ = False`` Django binds a datetime as local wall time of ``TIME_ZONE``.
+        Then only timestamptz (which carries the zone) takes an aware value; the other
+        vendors' columns are compared with UTC wall time. A naive ``moment`` is read as
+        Django reads one: in the current time zone.
+        """
+        aware = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+        utc = aware.astimezone(dt.UTC)
+        if django_settings.USE_TZ or self.dialect.zoned_timestamps:
+            return utc
+        return utc.replace(tzinfo=None)
+
+    def utc_param(self, moment: dt.datetime) -> Any:
+        """``moment`` bound as a parameter of our own SQL (see :meth:`utc_value`)."""
+        return self.connection.ops.adapt_datetimefield_value(self.utc_value(moment))
+
     def _run(self, operation: Callable[[Any], T], *, atomic: bool = True) -> T:
         """Run ``operation`` with a cursor; in a transaction only when it issues more
         than one statement (autocommit saves a BEGIN and a COMMIT round trip) or when
@@ -61,7 +83,9 @@ class BoundStore:
                     if setup:
                         cursor.execute(setup)
                     return operation(cursor)
-            except DatabaseError as exc:
+            # Error, not DatabaseError: pyodbc raises a deadlock victim (40001) as its
+            # base Error, which Django does not file under DatabaseError.
+            except Error as exc:
                 if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
                         or not self.dialect.is_transient(exc)):
                     raise
@@ -83,6 +107,8 @@ class BoundStore:
         the rows deleted. ``progress`` hears the running total after each batch."""
         if not 1 <= batch_size <= MAX_BATCH:
             raise EventferryError(f"batch_size must be 1..{MAX_BATCH:,}, got {batch_size!r}.")
+        # Bounded by the vendor (SQL Server: below its lock escalation threshold).
+        batch_size = min(batch_size, self.dialect.max_delete_batch)
         deleted = 0
         while max_rows is None or deleted < max_rows:
             batch = self._run(lambda cursor: delete_batch(cursor, batch_size), atomic=False)

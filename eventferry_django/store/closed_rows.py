@@ -79,6 +79,9 @@ class ClosedRowsSql:
 
     table: str
     now_sql: ClassVar[str]
+    #: The database's UTC clock as the value :meth:`utc_now` reads (``now_sql`` unless
+    #: the vendor hands that back in a session time zone).
+    utc_now_sql: ClassVar[str | None] = None
 
     def quote(self, identifier: str) -> str:
         raise NotImplementedError
@@ -87,7 +90,7 @@ class ClosedRowsSql:
         """The database's clock, which stamps processed_at: a cutoff taken from it can
         never lie after a row processed later, whatever the application's clock says."""
         # An empty parameter list, so the backend unescapes the %% of SQLite's strftime.
-        cursor.execute(f"SELECT {self.now_sql}", [])
+        cursor.execute(f"SELECT {self.utc_now_sql or self.now_sql}", [])
         (value,) = cursor.fetchone()
         now: dt.datetime = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
         if now.tzinfo is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from django.db import DatabaseError
+from django.db import Error
 
 from ..conf import get_settings
 from .base import Table
@@ -29,7 +29,7 @@ class InboxStore(BoundStore):
 
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a deadlock or lock timeout that a redelivery may not meet."""
-        return isinstance(exc, DatabaseError) and self.dialect.is_transient(exc)
+        return isinstance(exc, Error) and self.dialect.is_transient(exc)
 
     def purge(
         self,
@@ -43,7 +43,7 @@ class InboxStore(BoundStore):
         """Delete the records of messages handled before ``older_than`` (of ``consumer``
         only, if given), in batches, until a batch comes back short or ``max_rows`` (a
         soft cap) is passed."""
-        cutoff = self.connection.ops.adapt_datetimefield_value(older_than)
+        cutoff = self.utc_param(older_than)
         return self.delete_in_batches(
             lambda cursor, limit: self.dialect.inbox_purge_batch(
                 cursor, self.table, cutoff, consumer, limit),

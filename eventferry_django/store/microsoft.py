@@ -9,15 +9,70 @@ client-side separator that it does not understand, so none is emitted.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, Column, Dialect, Table
+from .base import (
+    CLAIM_COLUMNS,
+    INBOX_KEY,
+    JSON_COLUMNS,
+    OPEN_STATUSES_SQL,
+    Column,
+    Dialect,
+    Index,
+    Table,
+)
 from .closed_rows import codes
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
+#: The SQLSTATE of a deadlock victim (and of a snapshot update conflict): the server
+#: rolled the transaction back, so the same work may simply run again.
+SERIALIZATION_FAILURE = "40001"
+#: pyodbc ends a message with the native error number in parentheses: "... (1205)
+#: (SQLExecDirectW)".
+_NATIVE_ERROR = re.compile(r"\((\d+)\)")
+
+
+def _driver_error(exc: BaseException) -> BaseException:
+    # Django re-raises the driver's exception as its own class, same args, "from" it.
+    return exc.__cause__ if exc.__cause__ is not None else exc
+
+
+@functools.cache
+def _mssql_python_text(sqlstate: str) -> str | None:
+    """How mssql-python names ``sqlstate`` in its exceptions (None without it)."""
+    try:
+        from mssql_python.exceptions import sqlstate_to_exception
+    except ImportError:
+        return None
+    exc = sqlstate_to_exception(sqlstate, "")
+    return None if exc is None else str(exc.driver_error)
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a SQL Server error raised through Django, whichever driver raised
+    it. pyodbc passes it as the first argument, whatever the exception's class (40001 and
+    HY000 come as its base ``Error``, which Django wraps as ``django.db.Error``, outside
+    ``DatabaseError``). mssql-python does not keep it: only the text its own table gives
+    the SQLSTATE, as ``driver_error``, which is matched back against that table."""
+    driver = _driver_error(exc)
+    first = driver.args[0] if driver.args else None
+    if isinstance(first, str) and len(first) == 5 and first.isalnum():
+        return first
+    text = getattr(driver, "driver_error", None)
+    if text is not None and text == _mssql_python_text(SERIALIZATION_FAILURE):
+        return SERIALIZATION_FAILURE
+    return None
+
+
+def native_errors(exc: BaseException) -> set[int]:
+    """SQL Server error numbers in the message, where the driver writes them (pyodbc)."""
+    return {int(n) for arg in _driver_error(exc).args if isinstance(arg, str)
+            for n in _NATIVE_ERROR.findall(arg)}
 
 #: Types of the claim's table variable; json columns travel as NVARCHAR(MAX) either way.
 _CLAIMED_TYPES = {
@@ -33,6 +88,12 @@ _CLAIMED_TYPES = {
     "attempts": "INT NOT NULL",
     "claimed_at": "DATETIME2(3) NOT NULL",
 }
+
+
+#: The claim's candidate scan: rows other claims hold are skipped (READPAST), the rows
+#: taken are held until commit (UPDLOCK), with locking semantics under RCSI too
+#: (READCOMMITTEDLOCK); see :attr:`MicrosoftDialect.probe_hint` for the head probe.
+_CANDIDATE_HINTS = "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)"
 
 
 def _unicode_literal(value: str) -> str:
@@ -77,6 +138,12 @@ class MicrosoftDialect(Dialect):
             return None
         return f"ISJSON({self.quote(column)}) = 1"
 
+    @property
+    def json_documents_only(self) -> bool:  # type: ignore[override]
+        # ISJSON without a type argument (2016+; the argument needs 2022) is 1 only for
+        # an object or an array.
+        return not self.native_json
+
     def primary_key(self, table: Table) -> str:
         # A clustered B-tree on an ascending id is part of the design: row locks and
         # READPAST depend on it, a clustered columnstore would silently break both, and
@@ -92,28 +159,60 @@ class MicrosoftDialect(Dialect):
     def guarded_blocks(self, table: Table | None = None) -> list[tuple[str, str]]:
         """(guard condition, statement) pairs: the table first, then each index."""
         table = table or self.outbox
-        object_id = self.object_id(table)
         create = f"CREATE TABLE {self.qualified(table)} {self.table_body(table, indent='    ')}"
-        blocks = [(f"{object_id} IS NULL", create)]
-        for index in table.indexes:
-            guard = (
-                "NOT EXISTS (SELECT 1 FROM sys.indexes "
-                f"WHERE name = {_unicode_literal(index.name)} AND object_id = {object_id})"
-            )
-            blocks.append(
-                (guard, f"CREATE NONCLUSTERED INDEX {self.index_definition(index, table)}")
-            )
+        blocks = [(f"{self.object_id(table)} IS NULL", create)]
+        blocks += [self.index_block(index, table) for index in table.indexes]
         return blocks
+
+    def index_guard(self, index: Index, table: Table, *, exists: bool) -> str:
+        return (
+            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.indexes "
+            f"WHERE name = {_unicode_literal(index.name)} AND object_id = {self.object_id(table)})"
+        )
+
+    def index_block(self, index: Index, table: Table) -> tuple[str, str]:
+        return (self.index_guard(index, table, exists=False),
+                f"CREATE NONCLUSTERED INDEX {self.index_definition(index, table)}")
+
+    @staticmethod
+    def batch(blocks: Sequence[tuple[str, str]]) -> str:
+        """Guarded blocks as one batch (no ``GO``: mssql-django sends a string as is)."""
+        return "\n".join(f"IF {guard}\nBEGIN\n    {statement};\nEND;"
+                         for guard, statement in blocks)
 
     def create_statements(self, table: Table | None = None) -> list[str]:
         # One batch; each object under its own guard, so any missing part is repaired.
-        return ["\n".join(
-            f"IF {guard}\nBEGIN\n    {statement};\nEND;"
-            for guard, statement in self.guarded_blocks(table)
-        )]
+        return [self.batch(self.guarded_blocks(table))]
+
+    def create_index_statements(self, index: Index, table: Table) -> list[str]:
+        return [self.batch([self.index_block(index, table)])]
+
+    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
+        return [self.batch([(self.index_guard(index, table, exists=True),
+                             f"DROP INDEX {self.quote(index.name)} ON {self.qualified(table)}")])]
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
+
+    def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
+        """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.
+
+        Every insert goes to the last page of the key, so many concurrent publishers
+        queue on that page's latch; the option (SQL Server 2019, Azure SQL Database and
+        Managed Instance) paces them so the latch keeps moving. It is printed by
+        ``outbox_sql --optimize-sequential-key`` for a DBA who sees that contention, not
+        run by a migration. SQL Server 2016 and 2017
+        reject the option even in a branch not taken, so the ALTER is compiled only where
+        the guard holds: major version 15 or later, or engine edition 5 (Azure SQL
+        Database) or 8 (Managed Instance), whose version number says 12.
+        """
+        alter = (f"ALTER INDEX {self.quote(table.name.primary_key)} ON {self.qualified(table)} "
+                 f"SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = {'ON' if on else 'OFF'})")
+        return [
+            "IF CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) >= 15\n"
+            "    OR CAST(SERVERPROPERTY('EngineEdition') AS INT) IN (5, 8)\n"
+            f"    EXEC(N'{alter}');"
+        ]
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
@@ -140,10 +239,15 @@ class MicrosoftDialect(Dialect):
             [json.dumps([int(i) for i in ids])],
         )
 
-    def claim_declare_sql(self) -> str:
+    def claim_declare_sql(self, chained: bool = False) -> str:
         q = self.quote
         declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
-        return f"DECLARE @claimed TABLE (\n    {declared}\n)"
+        sql = f"DECLARE @claimed TABLE (\n    {declared}\n)"
+        if chained:
+            sql += (f";\nDECLARE @heads TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']},\n"
+                    f"    {q('aggregate_id')} {_CLAIMED_TYPES['aggregate_id']}\n);\n"
+                    "DECLARE @share INT")
+        return sql
 
     def claim_update_sql(self) -> str:
         """Parameters: batch size, then the negative lease timeout in ms.
@@ -152,6 +256,15 @@ class MicrosoftDialect(Dialect):
         Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO. OUTPUT
         goes INTO a table variable because a bare OUTPUT fails once the table has a trigger.
         """
+        return self.claim_picked_sql(
+            f"SELECT TOP (%s) c.{self.quote('id')}\n"
+            f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
+            f"        WHERE {self.claimable_sql('c')}\n"
+            f"        ORDER BY c.{self.quote('id')}"
+        )
+
+    def claim_picked_sql(self, picked: str) -> str:
+        """Claim the rows whose ids ``picked`` selects, into ``@claimed``."""
         q = self.quote
         output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
         return (
@@ -159,53 +272,134 @@ class MicrosoftDialect(Dialect):
             f"    OUTPUT {output} INTO @claimed\n"
             f"    FROM {self.table} AS o\n"
             "    JOIN (\n"
-            f"        SELECT TOP (%s) c.{q('id')}\n"
-            f"        FROM {self.table} AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)\n"
-            f"        WHERE {self.claimable_sql('c')}\n"
-            f"        ORDER BY c.{q('id')}\n"
+            f"        {picked}\n"
             f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
             "    OPTION (MAXDOP 1)"
+        )
+
+    def claim_heads_sql(self) -> str:
+        """The chained claim's first step: lock the heads. Parameters: the most heads to
+        take, the negative lease timeout in ms.
+
+        The candidate scan READPASTs rows other claims hold, but the head probe does not
+        (see :attr:`probe_hint`), so a row counts as a head only if no earlier open row of
+        its aggregate exists, locked or not. The UPDLOCK on each head stays until commit:
+        a competitor's scan skips it, so only this claim reads the chain behind it.
+        """
+        q = self.quote
+        return (
+            f"INSERT INTO @heads ({q('id')}, {q('aggregate_id')})\n"
+            f"        SELECT TOP (%s) c.{q('id')}, c.{q('aggregate_id')}\n"
+            f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
+            f"        WHERE {self.claimable_sql('c')}\n"
+            f"        ORDER BY c.{q('id')}\n"
+            "        OPTION (MAXDOP 1)"
+        )
+
+    def claim_share_sql(self) -> str:
+        """How many rows may follow each head: :func:`~.base.chain_share`. Parameters:
+        batch size, chain length, batch size, chain length."""
+        per_head = "(%s + COUNT(*) - 1) / COUNT(*)"
+        return (f"SELECT @share = CASE WHEN COUNT(*) = 0 THEN 0 WHEN {per_head} < %s "
+                f"THEN {per_head} - 1 ELSE %s - 1 END FROM @heads")
+
+    def claim_chains_sql(self) -> str:
+        """The chained claim's second step: the heads and the rows chained behind them,
+        the first ``batch size`` of them in id order, each chain no longer than its
+        share (``@share``, see :meth:`claim_share_sql`). Parameters: batch size, the
+        negative lease timeout in ms.
+
+        Each chain walks its aggregate's next open rows in id order (the open-rows
+        index) and stops at the first that is not claimable by its own state. That walk
+        has no READPAST: skipping a locked row there would let a row behind it out
+        first. It waits for the lock instead and reads the row's committed state.
+        READCOMMITTEDLOCK keeps that true under RCSI; UPDLOCK holds the chain's rows
+        from the read to the update.
+        """
+        q = self.quote
+        window = f"ORDER BY c.{q('id')} ROWS UNBOUNDED PRECEDING"
+        return self.claim_picked_sql(
+            f"SELECT TOP (%s) x.{q('id')} FROM (\n"
+            f"            SELECT h.{q('id')} FROM @heads AS h\n"
+            "            UNION ALL\n"
+            f"            SELECT r.{q('id')} FROM @heads AS h CROSS APPLY (\n"
+            f"                SELECT TOP (@share) c.{q('id')}, "
+            f"{self.unbroken_sql('c', window)} AS unbroken\n"
+            f"                FROM {self.table} AS c WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)\n"
+            f"                WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
+            f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
+            f"                ORDER BY c.{q('id')}\n"
+            "            ) AS r WHERE r.unbroken = 1\n"
+            f"        ) AS x ORDER BY x.{q('id')}"
         )
 
     def claim_result_sql(self) -> str:
         return f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {self.quote('id')}"
 
-    def claim_sql(self) -> str:
+    def claim_sql(self, chained: bool = False) -> str:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus
-        TRY/CATCH, so any error rolls the claim back before it is re-raised."""
-        return self.statement("claim", lambda: (
+        TRY/CATCH, so any error rolls the claim back before it is re-raised. ``chained``:
+        with chains (two steps, see :meth:`claim_heads_sql`).
+
+        SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns;
+        a driver sending this as a plain batch would not, so the batch turns both off
+        on its way out, after the result or before re-raising an error."""
+        steps = (f"{self.claim_heads_sql()};\n    {self.claim_share_sql()};\n"
+                 f"    {self.claim_chains_sql()}" if chained
+                 else self.claim_update_sql())
+        return self.statement(("claim", chained), lambda: (
             "SET NOCOUNT ON;\n"
             "SET XACT_ABORT ON;\n"
-            f"{self.claim_declare_sql()};\n"
+            f"{self.claim_declare_sql(chained)};\n"
             "BEGIN TRY\n"
             "    BEGIN TRANSACTION;\n"
-            f"    {self.claim_update_sql()};\n"
+            f"    {steps};\n"
             "    COMMIT TRANSACTION;\n"
             "END TRY\n"
             "BEGIN CATCH\n"
             "    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;\n"
+            "    SET NOCOUNT OFF;\n"
+            "    SET XACT_ABORT OFF;\n"
             "    THROW;\n"
             "END CATCH;\n"
-            f"{self.claim_result_sql()};"
+            f"{self.claim_result_sql()};\n"
+            "SET NOCOUNT OFF;\n"
+            "SET XACT_ABORT OFF;"
         ))
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
-        cursor.execute(self.claim_sql(), [limit, self.offset_param(-lease_timeout_ms)])
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
+              heads: int | None = None) -> list[tuple[Any, ...]]:
+        lease_offset = self.offset_param(-lease_timeout_ms)
+        if max_chain > 1:
+            params = [min(limit, heads or limit), lease_offset, limit, max_chain, limit,
+                      max_chain, limit, lease_offset]
+        else:
+            params = [limit, lease_offset]
+        cursor.execute(self.claim_sql(chained=max_chain > 1), params)
         return list(cursor.fetchall())
 
     def is_transient(self, exc: BaseException) -> bool:
-        # 1205: chosen as deadlock victim; the batch was rolled back (XACT_ABORT).
-        return any(str(DEADLOCK_VICTIM) in str(arg) for arg in exc.args)
+        # 1205: chosen as deadlock victim; the transaction was rolled back.
+        return (sqlstate(exc) == SERIALIZATION_FAILURE
+                or DEADLOCK_VICTIM in native_errors(exc))
 
     def delete_batch(
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
     ) -> int:
         # READPAST: a row locked by anyone is left for the next purge, never waited on.
+        # Under READ_COMMITTED_SNAPSHOT (the Azure SQL default) SQL Server refuses READPAST
+        # at READ COMMITTED unless READCOMMITTEDLOCK comes with it, as in the claim.
         cursor.execute(
-            f"DELETE TOP (%s) FROM {table} WITH (ROWLOCK, READPAST) WHERE {condition}",
+            f"DELETE TOP (%s) FROM {table} WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) "
+            f"WHERE {condition}",
             [limit, *params],
         )
         return int(cursor.rowcount)
+
+    # SQL Server escalates a statement's row locks to a table lock once it holds 5,000
+    # on one table or index; a purge that did would block every publisher and relay
+    # until it commits. 4,000 rows stays below on each of the table's indexes.
+    max_delete_batch = 4_000
 
     # -- history -----------------------------------------------------------------------
     def utc_literal(self, value: dt.datetime) -> str:

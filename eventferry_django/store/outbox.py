@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..conf import get_settings
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
@@ -53,18 +54,30 @@ def _truncate(error: str, limit: int = 4000) -> str:
 
 
 class OutboxStore(BoundStore):
-    """The outbox table on one database alias (``EVENTFERRY["DATABASE"]`` by default)."""
+    """The outbox table on one database alias (``EVENTFERRY["DATABASE"]`` by default).
+
+    ``max_chain`` (default ``EVENTFERRY["MAX_CHAIN"]``) is how many rows of one aggregate
+    a claim may hand out, in id order; 1 hands out heads only.
+    """
+
+    def __init__(self, using: str | None = None, *, max_chain: int | None = None) -> None:
+        super().__init__(using)
+        self.max_chain = max_chain if max_chain is not None else get_settings().max_chain
 
     # -- claim -------------------------------------------------------------------------
-    def claim(self, limit: int, lease_timeout: float) -> list[ClaimedEvent]:
+    def claim(self, limit: int, lease_timeout: float, *, heads: int | None = None
+              ) -> list[ClaimedEvent]:
         """Take up to ``limit`` (1..10,000) claimable rows; see the contract for which.
+        ``heads`` (default ``limit``) caps the aggregates: finding a head means scanning
+        the open rows for one, so asking for no more than exist keeps that scan short.
 
         Meant for autocommit: where the vendor's claim is one statement (or, on SQL
         Server, one batch with its own transaction) no extra BEGIN/COMMIT is paid.
         """
         _check_limit(limit)
         timeout_ms = round(lease_timeout * 1000)
-        rows = self._run(lambda cursor: self.dialect.claim(cursor, limit, timeout_ms),
+        rows = self._run(lambda cursor: self.dialect.claim(cursor, limit, timeout_ms,
+                                                           self.max_chain, heads),
                          atomic=self.dialect.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
@@ -125,10 +138,12 @@ class OutboxStore(BoundStore):
         failures: Sequence[Failure],
         *,
         claim_next: int = 0,
+        claim_heads: int | None = None,
         lease_timeout: float = 60.0,
     ) -> tuple[int, list[ClaimedEvent]]:
         """Ack ``delivered``, record ``failures`` and, with ``claim_next``, claim the next
-        batch: one transaction and one commit where the vendor's claim can join it.
+        batch (of at most ``claim_heads`` aggregates, see :meth:`claim`): one transaction
+        and one commit where the vendor's claim can join it.
 
         Returns how many settled rows were still ours, and the new claim.
         """
@@ -136,14 +151,15 @@ class OutboxStore(BoundStore):
             _check_limit(claim_next)
         if claim_next and not self.dialect.claim_joins_transaction:
             settled = self.ack(delivered) + self.record_failures(failures)
-            return settled, self.claim(claim_next, lease_timeout)
+            return settled, self.claim(claim_next, lease_timeout, heads=claim_heads)
         groups = _by_lease(delivered)
 
         def run(cursor: Any) -> tuple[int, list[tuple[Any, ...]]]:
             settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
             if not claim_next:
                 return settled, []
-            return settled, self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000))
+            return settled, self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000),
+                                               self.max_chain, claim_heads)
 
         statements = len(groups) + len(failures) + (1 if claim_next else 0)
         if statements == 0:
@@ -166,7 +182,7 @@ class OutboxStore(BoundStore):
         Open rows (pending, claimed, failed) are never deleted, whatever is asked."""
         if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
             raise EventferryError("purge deletes done and/or dead rows only.")
-        cutoff = self.connection.ops.adapt_datetimefield_value(older_than)
+        cutoff = self.utc_param(older_than)
         return self.delete_in_batches(
             lambda cursor, limit: self.dialect.purge_batch(cursor, statuses, cutoff, limit),
             batch_size=batch_size, max_rows=max_rows, progress=progress,

@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import Column, Dialect, Table
+from .base import OPEN_STATUSES_SQL, Column, Dialect, Table
 from .closed_rows import codes
 
 
@@ -70,15 +70,39 @@ class SqliteDialect(Dialect):
             return f"CAST({self.quote(column)} AS TEXT)"
         return self.quote(column)
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int) -> list[tuple[Any, ...]]:
+    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
+              heads: int | None = None) -> list[tuple[Any, ...]]:
         q = self.quote
-        cursor.execute(self.statement("claim", lambda: (
-            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-            f"WHERE o.{q('id')} IN (SELECT c.{q('id')} FROM {self.table} AS c "
-            f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s) "
-            f"RETURNING {self.returned_columns()}"
-        )), [self.offset_param(-lease_timeout_ms), limit])
+        if max_chain > 1:
+            sql = self.statement("chain_claim", lambda: self.update_claimed_sql(
+                f"SELECT r.{q('id')} FROM ({self.ranked_open_rows_sql()}) AS r "
+                f"WHERE r.position <= %s AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT %s"))
+            params = [self.offset_param(-lease_timeout_ms), max_chain, limit]
+        else:
+            sql = self.statement("claim", lambda: self.update_claimed_sql(
+                f"SELECT c.{q('id')} FROM {self.table} AS c "
+                f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s"))
+            params = [self.offset_param(-lease_timeout_ms), limit]
+        cursor.execute(sql, params)
         return sorted(cursor.fetchall(), key=lambda row: row[0])
+
+    def update_claimed_sql(self, picked: str) -> str:
+        """Claim the rows whose ids ``picked`` selects, returning them."""
+        q = self.quote
+        return (f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
+                f"WHERE o.{q('id')} IN ({picked}) RETURNING {self.returned_columns()}")
+
+    def ranked_open_rows_sql(self) -> str:
+        """Every open row with its place among its aggregate's open rows (1: the head)
+        and whether it and all before it are claimable by their own state. With one
+        writer at a time no competitor can hold a row mid-claim, so the contract's chain
+        is exactly "position within MAX_CHAIN and unbroken". Reads every open row, in the
+        open-rows index's order: fine for SQLite's single relay."""
+        q = self.quote
+        window = f"PARTITION BY c.{q('aggregate_id')} ORDER BY c.{q('id')}"
+        return (f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
+                f"{self.unbroken_sql('c', window)} AS unbroken FROM {self.table} AS c "
+                f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}")
 
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
 

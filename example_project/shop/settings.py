@@ -25,6 +25,9 @@ environment variables, all prefixed ``SHOP_``:
     kombu's in-process transport: only useful when publisher and consumer share a process,
     as in ``demo.py``. For a real deployment: ``amqp://guest:guest@localhost:5672//``.
 
+``SHOP_DJANGO_APPS_FROM_MODELS`` (``1``)
+    Only for the T-SQL endpoint (Babelfish): see ``MIGRATION_MODULES`` below.
+
 ``SHOP_DEBUG`` (``1``), ``SHOP_SECRET_KEY``, ``SHOP_ALLOWED_HOSTS`` (comma-separated)
     The usual Django knobs, with development defaults.
 """
@@ -132,6 +135,13 @@ DATABASES = {"default": {
     # Each view runs in one transaction: the order and its outbox event commit together.
     "ATOMIC_REQUESTS": True,
 }}
+
+# Django's own apps from their models instead of their migrations (``migrate`` then
+# creates their tables as ``--run-syncdb`` does). Only for the T-SQL endpoint of the
+# development machines (Babelfish, not SQL Server), which refuses the ``ALTER COLUMN ...
+# NULL`` of contenttypes' and auth's migrations; SQL Server needs none of it.
+if os.environ.get("SHOP_DJANGO_APPS_FROM_MODELS") == "1":
+    MIGRATION_MODULES = {app: None for app in ("admin", "auth", "contenttypes", "sessions")}
 
 BROKER_URL = os.environ.get("SHOP_BROKER_URL", "memory://localhost/")
 

@@ -5,8 +5,8 @@ INSERT INTO [messaging].[inbox] ([consumer], [message_id])
         WHERE [consumer] = %s AND [message_id] = %s);
 
 -- purge [500, '2026-10-22 00:00:00']
-DELETE TOP (%s) FROM [messaging].[inbox] WITH (ROWLOCK, READPAST) WHERE [handled_at] < CAST(%s AS DATETIME2(3));
+DELETE TOP (%s) FROM [messaging].[inbox] WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) WHERE [handled_at] < CAST(%s AS DATETIME2(3));
 
 -- purge_consumer [500, '2026-10-22 00:00:00', 'shipping']
-DELETE TOP (%s) FROM [messaging].[inbox] WITH (ROWLOCK, READPAST) WHERE [handled_at] < CAST(%s AS DATETIME2(3)) AND [consumer] = %s;
+DELETE TOP (%s) FROM [messaging].[inbox] WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) WHERE [handled_at] < CAST(%s AS DATETIME2(3)) AND [consumer] = %s;
 

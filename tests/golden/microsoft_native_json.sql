@@ -23,9 +23,9 @@ BEGIN
         CONSTRAINT [CK_outbox_claimed_at] CHECK ([status] <> 1 OR [claimed_at] IS NOT NULL)
     );
 END;
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_agg_id_id' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_agg_open' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
 BEGIN
-    CREATE NONCLUSTERED INDEX [IX_outbox_agg_id_id] ON [messaging].[outbox] ([aggregate_id], [id]) INCLUDE ([status]);
+    CREATE NONCLUSTERED INDEX [IX_outbox_agg_open] ON [messaging].[outbox] ([aggregate_id], [id]) WHERE [status] IN (0, 1, 3);
 END;
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_claim_ready' AND object_id = OBJECT_ID(N'[messaging].[outbox]', N'U'))
 BEGIN

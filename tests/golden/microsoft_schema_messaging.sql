@@ -25,9 +25,9 @@ BEGIN
         CONSTRAINT [CK_events_claimed_at] CHECK ([status] <> 1 OR [claimed_at] IS NOT NULL)
     );
 END;
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_id_id' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_open' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
 BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_agg_id_id] ON [messaging].[events] ([aggregate_id], [id]) INCLUDE ([status]);
+    CREATE NONCLUSTERED INDEX [IX_events_agg_open] ON [messaging].[events] ([aggregate_id], [id]) WHERE [status] IN (0, 1, 3);
 END;
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_claim_ready' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
 BEGIN

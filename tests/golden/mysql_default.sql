@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS `outbox` (
     CONSTRAINT `CK_outbox_status` CHECK (`status` IN (0, 1, 2, 3, 4)),
     CONSTRAINT `CK_outbox_claimed_at` CHECK (`status` <> 1 OR `claimed_at` IS NOT NULL)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_outbox_agg_id_id` ON `outbox` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'outbox' AND index_name = 'IX_outbox_agg_id_id');
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_outbox_agg_open` ON `outbox` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'outbox' AND index_name = 'IX_outbox_agg_open');
 PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;

@@ -20,6 +20,6 @@ CREATE TABLE IF NOT EXISTS "outbox" (
     CONSTRAINT "CK_outbox_status" CHECK ("status" IN (0, 1, 2, 3, 4)),
     CONSTRAINT "CK_outbox_claimed_at" CHECK ("status" <> 1 OR "claimed_at" IS NOT NULL)
 );
-CREATE INDEX IF NOT EXISTS "IX_outbox_agg_id_id" ON "outbox" ("aggregate_id", "status", "id");
+CREATE INDEX IF NOT EXISTS "IX_outbox_agg_open" ON "outbox" ("aggregate_id", "id") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_outbox_claim_ready" ON "outbox" ("status", "next_retry_at", "id") INCLUDE ("aggregate_id", "claimed_at") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_outbox_done_processed_at" ON "outbox" ("status", "processed_at");

@@ -15,7 +15,7 @@ from django.utils.dateparse import parse_datetime
 
 from ...conf import DEFAULTS, get_settings
 from ...exceptions import EventferryError
-from ...operations import DURATION_PATTERN, parse_duration
+from ...operations import DURATION_PATTERN, parse_duration, utc_ago
 
 
 def setting_default(key: str) -> str:
@@ -71,7 +71,7 @@ def duration(text: str) -> dt.timedelta:
 def moment(text: str) -> dt.datetime:
     """An ISO 8601 date-time (UTC when it has no offset), or a duration ago (``2h``)."""
     if DURATION_PATTERN.match(text):
-        return timezone.now() - duration(text)
+        return utc_ago(duration(text))
     parsed = parse_datetime(text)
     if parsed is None:
         raise argparse.ArgumentTypeError(

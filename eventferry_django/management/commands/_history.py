@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
-from django.db import DatabaseError
+from django.db import Error
 
 from ...exceptions import EventferryError
 from ...history.errors import EXIT_FAILED, HistoryError
@@ -71,5 +71,5 @@ def exit_codes() -> Iterator[None]:
         raise CommandError(str(exc), returncode=exc.exit_code) from exc
     except EventferryError as exc:
         raise CommandError(str(exc), returncode=EXIT_FAILED) from exc
-    except DatabaseError as exc:
+    except Error as exc:
         raise CommandError(f"Database error: {exc}", returncode=EXIT_FAILED) from exc

@@ -42,8 +42,18 @@ class Command(EventferryCommand):
             help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
             "(default: EVENTFERRY['NATIVE_JSON']).",
         )
+        parser.add_argument("--open-rows-index", action="store_true",
+                            help="Print migration 0005's DDL (an existing outbox's "
+                            "head-of-aggregate index swapped for the open-rows index) instead.")
         parser.add_argument("--reverse", action="store_true",
                             help="Print the DDL that unapplies the migration instead.")
+        parser.add_argument(
+            "--optimize-sequential-key", action="store_true",
+            help="SQL Server: print instead the guarded ALTER INDEX that turns "
+            "OPTIMIZE_FOR_SEQUENTIAL_KEY on for the table's primary key (with --reverse: "
+            "off), for a DBA to run where last-page insert contention shows; migrate never "
+            "runs it.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         vendor = options["vendor"] or self._vendor_of(options["database"])
@@ -60,7 +70,16 @@ class Command(EventferryCommand):
             )
         except EventferryError as exc:
             raise CommandError(str(exc)) from exc
-        if options["reverse"]:
+        if options["open_rows_index"]:
+            if options["inbox"]:
+                raise CommandError("--open-rows-index concerns the outbox; drop --inbox.")
+            statements = dialect.open_rows_index_statements(forwards=not options["reverse"])
+        elif options["optimize_sequential_key"]:
+            if vendor != "microsoft":
+                raise CommandError("--optimize-sequential-key is SQL Server's; "
+                                   f"{vendor} has no such option.")
+            statements = dialect.sequential_key_statements(table, on=not options["reverse"])
+        elif options["reverse"]:
             statements = dialect.drop_statements(table)
         else:
             statements = dialect.create_statements(table)

@@ -1,0 +1,69 @@
+"""What Django's flush misses: eventferry's tables outside the connection's default schema.
+
+Django's flush (``manage.py flush``, ``sqlflush``, the teardown of every
+``TransactionTestCase``) empties the models' tables that introspection lists, matched by
+``db_table``. Introspection lists the bare names of the connection's default schema only,
+while our models' ``db_table`` is schema-qualified wherever our own SQL is (always on SQL
+Server, ``dbo].[outbox``; on PostgreSQL and MySQL when ``SCHEMA`` is set), so no vendor's
+flush ever matches them and their rows survive it. The ``flush`` and ``sqlflush`` commands
+of this app add these tables, emptied by the backend's own flush SQL.
+"""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.core.management.color import Style
+from django.db import router
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from .conf import get_settings
+from .naming import QUOTES, TableName
+
+
+def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
+    """The ``db_table`` of each of eventferry's tables that exists on ``connection`` under
+    a schema-qualified name, which Django's flush cannot match."""
+    vendor = connection.vendor
+    if vendor not in QUOTES or not apps.is_installed("eventferry_django"):
+        return []
+    from .models import InboxMessage, OutboxEvent
+
+    settings = get_settings()
+    tables = []
+    for model, name in ((OutboxEvent, settings.table_name),
+                        (InboxMessage, settings.inbox_table_name)):
+        located = name.for_vendor(vendor)
+        if located.schema is None or not router.allow_migrate_model(connection.alias, model):
+            continue
+        if _exists(connection, located):
+            tables.append(name.orm_db_table(vendor))
+    return tables
+
+
+def _exists(connection: BaseDatabaseWrapper, name: TableName) -> bool:
+    # INFORMATION_SCHEMA, in capitals: SQL Server's catalog may be case-sensitive, and
+    # PostgreSQL and MySQL read it either way. (SQLite has no schemas, so never gets here.)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            [name.schema, name.table],
+        )
+        (count,) = cursor.fetchone()
+    return int(count) > 0
+
+
+def flush_sql(
+    connection: BaseDatabaseWrapper,
+    style: Style,
+    *,
+    reset_sequences: bool = True,
+    allow_cascade: bool = False,
+) -> list[str]:
+    """The backend's flush SQL for :func:`unseen_tables` (empty when there are none)."""
+    tables = unseen_tables(connection)
+    if not tables:
+        return []
+    return list(connection.ops.sql_flush(
+        style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+    ))
