@@ -8,7 +8,13 @@ from django.core.management import call_command
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from tests.engine_gaps import children_first_flush, is_babelfish, skip_for_gap, skip_if_gap
+from tests.engine_gaps import (
+    children_first_flush,
+    is_babelfish,
+    migrate_past_open_rows_index,
+    skip_for_gap,
+    skip_if_gap,
+)
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +25,30 @@ def django_db_keepdb(request: pytest.FixtureRequest) -> bool:
     if settings.DATABASES["default"]["ENGINE"] == "mssql":
         return True
     return bool(request.config.getvalue("reuse_db"))
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, django_db_blocker: Any,
+) -> None:
+    """On the T-SQL endpoint, take the kept test database past migration 0005 before
+    pytest-django migrates it (engine_gaps.migrate_past_open_rows_index says why)."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"] != "mssql":
+        return
+    connection = connections["default"]
+    with django_db_blocker.unblock():
+        if not is_babelfish():
+            return
+        name = connection.settings_dict["NAME"]
+        connection.close()
+        connection.settings_dict["NAME"] = connection.creation._get_test_db_name()
+        try:
+            migrate_past_open_rows_index(connection)
+        finally:
+            connection.close()
+            connection.settings_dict["NAME"] = name
 
 
 @pytest.fixture(scope="session", autouse=True)
