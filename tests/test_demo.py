@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-
 pytestmark = pytest.mark.slow
 
 DEMO = Path(__file__).resolve().parent.parent / "example_project" / "demo.py"
