@@ -4,6 +4,7 @@ the freeze and the exact purge run against the real test database (no Spark)."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -137,3 +138,30 @@ def test_freeze_and_exact_purge_on_the_real_database() -> None:
     assert store.purge_archived(archived, statuses=(Status.DONE, Status.DEAD)) == 2
     assert sorted(OutboxEvent.objects.values_list("id", flat=True)) == ids[4:6] + ids[8:]
     assert store.purge_archived(archived, statuses=(Status.DONE, Status.DEAD)) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_exact_purge_keeps_each_delete_under_the_vendors_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SQL Server's bound (4,000 rows, below lock escalation) applies to the archive's
+    purge as to outbox_purge, whatever --batch-size asked for; here a bound of 3."""
+    store = OutboxStore()
+    monkeypatch.setattr(store.dialect, "max_delete_batch", 3)
+    old = (timezone.now() - dt.timedelta(days=2)).replace(microsecond=456000)  # ms, as stored
+    insert([OutboxEvent(message_id=f"m{n}", topic="a", aggregate_type="t",
+                        aggregate_id=str(n), payload="{}", status=Status.DONE,
+                        processed_at=old, created_at=old) for n in range(8)])
+    archived = [(i, old) for i in OutboxEvent.objects.values_list("id", flat=True)]
+    deletes: list[int] = []
+
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if sql.lstrip().upper().startswith("DELETE"):
+            deletes.append(context["cursor"].rowcount)
+        return result
+
+    with store.connection.execute_wrapper(count):
+        assert store.purge_archived(archived, statuses=(Status.DONE,)) == 8
+    assert deletes == [3, 3, 2]
+    assert not OutboxEvent.objects.exists()

@@ -203,18 +203,23 @@ class OutboxStore(BoundStore):
         self, rows: Sequence[tuple[int, dt.datetime]], *, statuses: Sequence[Status]
     ) -> int:
         """Delete exactly these archived (id, processed_at) rows where they are still in
-        ``statuses`` (done and/or dead) with that processed_at; one statement. A row
-        redriven since it was archived is not deleted. Returns rows deleted."""
+        ``statuses`` (done and/or dead) with that processed_at. A row redriven since it
+        was archived is not deleted. Returns rows deleted.
+
+        One statement, or one per ``max_delete_batch`` rows where the vendor bounds it
+        (SQL Server: below lock escalation), each committed on its own as purge's are."""
         if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
             raise EventferryError("purge deletes done and/or dead rows only.")
         if len(rows) > MAX_BATCH:
             raise EventferryError(f"at most {MAX_BATCH:,} rows per purge batch, got {len(rows):,}.")
-        if not rows:
-            return 0
-        return self._run(
-            lambda cursor: self.dialect.purge_archived(cursor, rows, [int(s) for s in statuses]),
-            atomic=False,
-        )
+        codes = [int(s) for s in statuses]
+        step = self.dialect.max_delete_batch
+
+        def purge(part: Sequence[tuple[int, dt.datetime]]) -> int:
+            return self._run(lambda cursor: self.dialect.purge_archived(cursor, part, codes),
+                             atomic=False)
+
+        return sum(purge(rows[start:start + step]) for start in range(0, len(rows), step))
 
 
 def _check_limit(limit: int) -> None:
