@@ -24,12 +24,13 @@ from .testapp.models import Shipment
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-#: Two Celery workers, a process each, on a queue of the test's own. Heartbeats stay on:
-#: they also wake a worker's event loop, which otherwise sleeps for seconds before it
-#: notices a shutdown.
+#: Two Celery workers, a process each, on a queue of the test's own; the queue is in their
+#: node names too, so runs side by side on one host never share a worker's control queue.
+#: Heartbeats stay on: they also wake a worker's event loop, which otherwise sleeps for
+#: seconds before it notices a shutdown.
 WORKER = [sys.executable, "-m", "celery", "-A", "tests.inbox_worker", "worker", "--pool",
           "solo", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-          "-n", "inbox{n}@%h", "-Q", "{queue}"]
+          "-n", "inbox{n}-{queue}@%h", "-Q", "{queue}"]
 
 
 @pytest.fixture(scope="module")
