@@ -23,8 +23,7 @@ from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store import dialect_for
 from eventferry_django.store.outbox import ClaimedEvent, OutboxStore
 
-from .relay_process import wait_until
-from .test_relay_rabbitmq import lock_waiter
+from .test_relay_rabbitmq import lock_poll_interval, lock_waiter, wait_until
 
 
 def as_django(driver: ModuleType, exc: BaseException) -> Error:
@@ -160,7 +159,8 @@ def test_a_store_operation_that_loses_a_real_deadlock_is_run_again(
     else:
         # PostgreSQL runs the ack prepared, past Django's execute wrappers: ask the server.
         wait_until(lambda: lock_waiter(connection) is not None, timeout=30,
-                   what="the ack to wait for x")
+                   what="the ack to wait for x",
+                   interval=lock_poll_interval(connection))
     # The cycle closes within a second of the ack starting to wait: PostgreSQL (and the
     # T-SQL endpoint on it) looks for a deadlock once, a second after a wait begins.
     hold(other, w)  # returns once the ack's transaction is rolled back
