@@ -23,8 +23,7 @@ from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store import dialect_for
 from eventferry_django.store.outbox import ClaimedEvent, OutboxStore
 
-from .relay_process import wait_until
-from .test_relay_rabbitmq import lock_waiter
+from .test_relay_rabbitmq import lock_poll_interval, lock_waiter, wait_until
 
 
 def as_django(driver: ModuleType, exc: BaseException) -> Error:
@@ -152,15 +151,29 @@ def test_a_store_operation_that_loses_a_real_deadlock_is_run_again(
             waiting_for_x.set()
             connections.close_all()
 
+    def still_acking() -> None:
+        """Fail now, naming the ack's error, if it has ended: it cannot have acked x while
+        ``other`` holds it, so it failed (waiting on would only time out)."""
+        if not thread.is_alive():
+            raise AssertionError(f"the ack ended before it waited for x: {outcome!r}"
+                                 ) from outcome.get("error")
+
+    def ack_waits() -> bool:
+        if lock_waiter(connection) is not None:
+            return True
+        still_acking()
+        return False
+
     thread = threading.Thread(target=ack)
     thread.start()
     if connection.vendor == "microsoft":
         assert waiting_for_x.wait(30)
         time.sleep(0.2)  # for the statement to reach the server and wait there
+        still_acking()
     else:
         # PostgreSQL runs the ack prepared, past Django's execute wrappers: ask the server.
-        wait_until(lambda: lock_waiter(connection) is not None, timeout=30,
-                   what="the ack to wait for x")
+        wait_until(ack_waits, timeout=30, what="the ack to wait for x",
+                   interval=lock_poll_interval(connection))
     # The cycle closes within a second of the ack starting to wait: PostgreSQL (and the
     # T-SQL endpoint on it) looks for a deadlock once, a second after a wait begins.
     hold(other, w)  # returns once the ack's transaction is rolled back
