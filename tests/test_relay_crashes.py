@@ -151,6 +151,56 @@ def test_relay_recovers_when_its_database_connection_is_killed(tmp_path: Path) -
     assert "database unavailable" in log.read_text()
 
 
+def _backends_waiting_in_a_claim() -> list[int]:
+    """The sessions on the test database whose claim waits for a table lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' "
+            "AND query LIKE %s",
+            ["%FOR UPDATE OF c SKIP LOCKED%"],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _backend_alive(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone() is not None
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'",
+                    reason="client_connection_check_interval is PostgreSQL's (14+); other "
+                    "servers are not known to keep a dead client's statement running")
+def test_a_killed_relays_claim_does_not_keep_running_on_the_server(tmp_path: Path) -> None:
+    # PostgreSQL notices a vanished client only when it next writes to it, so a claim
+    # that is still running when its relay dies holds its locks and burns CPU until it
+    # ends. Here the claim waits for a lock the test holds, which without a connection
+    # check it would do for as long as the test cared to hold it.
+    log = tmp_path / "relay.log"
+    locker = connection.get_new_connection(connection.get_connection_params())
+    relay = None
+    try:
+        # SHARE conflicts with the claim's UPDATE and lets the relay's reads through.
+        locker.execute(f"LOCK TABLE {connection.ops.quote_name(OutboxEvent._meta.db_table)} "
+                       "IN SHARE MODE")
+        relay = start_relay(settings_for(tmp_path / "published.jsonl"),
+                            "--poll-interval", "0.2", log=log)
+        wait_until(_backends_waiting_in_a_claim, timeout=60,
+                   what="the relay's claim to wait for the table lock")
+        [backend] = _backends_waiting_in_a_claim()
+        relay.send_signal(signal.SIGKILL)
+        relay.wait(10)
+        # The relay checks its connection every second (plus a loaded machine's delay).
+        wait_until(lambda: not _backend_alive(backend), timeout=10,
+                   what=f"the dead relay's backend {backend} to end its claim")
+    finally:
+        if relay is not None and relay.poll() is None:
+            relay.kill()
+            relay.wait(10)
+        locker.close()
+
+
 def test_a_second_sigterm_exits_at_once_and_hands_back_what_is_in_flight(
     tmp_path: Path,
 ) -> None:
