@@ -58,3 +58,10 @@ def open_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[st
     release's head-of-aggregate index out (the other way round backwards)."""
     dialect, _ = table_ddl(vendor)
     return dialect.open_rows_index_statements(forwards=forwards)
+
+
+def autovacuum_statements(vendor: str, *, forwards: bool = True) -> list[str]:
+    """What migration 0006 runs on ``vendor``: the outbox's autovacuum tuning (PostgreSQL
+    only; nothing elsewhere), or back to the server's defaults backwards."""
+    dialect, _ = table_ddl(vendor)
+    return dialect.autovacuum_statements(forwards=forwards)

@@ -13,7 +13,13 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .ddl import TableKind, create_statements, drop_statements, open_rows_index_statements
+from .ddl import (
+    TableKind,
+    autovacuum_statements,
+    create_statements,
+    drop_statements,
+    open_rows_index_statements,
+)
 
 
 class VendorDdl(Operation):
@@ -111,3 +117,20 @@ class ReplaceAggregateIndex(VendorDdl):
     @property
     def migration_name_fragment(self) -> str:
         return "open_rows_index"
+
+
+class TuneOutboxAutovacuum(VendorDdl):
+    """Gives an existing outbox the autovacuum tuning of a queue table that a new one
+    gets from its CREATE TABLE (and resets it when reversed); PostgreSQL only."""
+
+    model_name = "outboxevent"
+
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        return autovacuum_statements(vendor, forwards=forwards)
+
+    def describe(self) -> str:
+        return "Tune autovacuum for the outbox as a queue table (PostgreSQL)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "outbox_autovacuum"

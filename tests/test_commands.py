@@ -209,6 +209,18 @@ def test_outbox_sql_prints_the_optional_sequential_key_tuning_for_sql_server_onl
         run("outbox_sql", "--vendor", "postgresql", "--optimize-sequential-key")
 
 
+def test_outbox_sql_prints_the_autovacuum_tuning_for_postgresql_only() -> None:
+    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging", "--autovacuum")
+    assert out.startswith('ALTER TABLE IF EXISTS "messaging"."outbox" SET (')
+    assert "autovacuum_vacuum_scale_factor = 0" in out
+    off = run("outbox_sql", "--vendor", "postgresql", "--autovacuum", "--reverse")
+    assert off.startswith('ALTER TABLE IF EXISTS "outbox" RESET (')
+    with pytest.raises(CommandError, match="--autovacuum is PostgreSQL's"):
+        run("outbox_sql", "--vendor", "mysql", "--autovacuum")
+    with pytest.raises(CommandError, match="--autovacuum concerns the outbox"):
+        run("outbox_sql", "--vendor", "postgresql", "--inbox", "--autovacuum")
+
+
 def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:
     """As the settings check does (eventferry.E014): SQLite has no schemas."""
     with pytest.raises(CommandError, match=r"SQLite has no schemas: --schema 'X' cannot be used"):

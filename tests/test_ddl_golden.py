@@ -259,6 +259,20 @@ def test_open_rows_index_migration_matches_golden(vendor: str) -> None:
                   render(dialect.open_rows_index_statements(forwards=False)))
 
 
+def test_autovacuum_migration_matches_golden() -> None:
+    dialect = dialect_for("postgresql", TableName("outbox"))
+    assert_golden("postgresql_autovacuum.sql", render(dialect.autovacuum_statements()))
+    assert_golden("postgresql_autovacuum_reverse.sql",
+                  render(dialect.autovacuum_statements(forwards=False)))
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "mysql", "sqlite"])
+def test_autovacuum_migration_does_nothing_on_other_vendors(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert dialect.autovacuum_statements() == []
+    assert dialect.autovacuum_statements(forwards=False) == []
+
+
 @pytest.mark.parametrize("forwards", [True, False])
 def test_tsql_open_rows_index_migration_parses(forwards: bool) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))

@@ -13,11 +13,12 @@ from django.test import override_settings
 from django.test.utils import isolate_apps
 
 from eventferry_django import conf, publish_event
-from eventferry_django.ddl import create_statements
+from eventferry_django.ddl import autovacuum_statements, create_statements
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.base import COLUMNS, INBOX_COLUMNS, Table
+from eventferry_django.store.postgresql import PostgresqlDialect
 
 from . import introspection
 from .engine_gaps import babelfish_gap
@@ -311,3 +312,36 @@ def test_0005_swaps_a_first_release_index_for_the_open_rows_index_and_back() -> 
     assert new in index_names() and old not in index_names()
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
+
+
+# -- the outbox's autovacuum tuning (migration 0006) -----------------------------------------
+
+def outbox_reloptions() -> set[str]:
+    """The outbox's storage parameters as PostgreSQL's catalog holds them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass",
+                       [DEFAULT.quoted("postgresql")])
+        (options,) = cursor.fetchone()
+    return set(options or ())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0006_tunes_an_existing_outboxs_autovacuum_and_resets_it() -> None:
+    # Runs on every vendor: 0006 must migrate both ways where it has nothing to do.
+    postgresql = connection.vendor == "postgresql"
+    tuned = {f"{name}={value}" for name, value in PostgresqlDialect.AUTOVACUUM}
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    if postgresql:  # 0001 of this release creates the table with them.
+        assert outbox_reloptions() == tuned
+
+    call_command("migrate", "eventferry_django", "0005_open_rows_index", verbosity=0)
+    if postgresql:  # reversed: back to the server's defaults
+        assert outbox_reloptions() == set()
+
+    # An upgraded install; then again, by hand, which changes nothing.
+    call_command("migrate", "eventferry_django", verbosity=0)
+    run_ddl(autovacuum_statements(connection.vendor))
+    if postgresql:
+        assert outbox_reloptions() == tuned
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}

@@ -328,10 +328,15 @@ class Dialect(ClosedRowsSql):
         """
         table = table or self.outbox
         statements = [f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} "
-                      f"{self.table_body(table)}"]
+                      f"{self.table_body(table)}{self.table_options(table)}"]
         for index in table.indexes:
             statements += self.create_index_statements(index, table)
         return statements
+
+    def table_options(self, table: Table) -> str:
+        """What follows the column list of ``table``'s CREATE TABLE (storage engine,
+        storage parameters), with its leading space; nothing by default."""
+        return ""
 
     def create_index_statements(self, index: Index, table: Table) -> list[str]:
         """Create ``index`` on ``table`` unless an index of that name exists."""
@@ -358,6 +363,11 @@ class Dialect(ClosedRowsSql):
         build, drop = (new, old) if forwards else (old, new)
         return self.create_index_statements(build, table) + self.drop_index_statements(
             drop, table)
+
+    def autovacuum_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0006: the outbox's autovacuum tuning on an existing table (forwards)
+        or back to the server's defaults. Only PostgreSQL has it; nothing elsewhere."""
+        return []
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]

@@ -48,16 +48,9 @@ class MysqlDialect(Dialect):
     def schema_expression(name: TableName) -> str:
         return f"'{name.schema}'" if name.schema else "DATABASE()"
 
-    def create_statements(self, table: Table | None = None) -> list[str]:
-        table = table or self.outbox
-        statements = [
-            f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} {self.table_body(table)} "
-            # Binary collation: message and aggregate ids compare exactly, as elsewhere.
-            "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
-        ]
-        for index in table.indexes:
-            statements += self.create_index_statements(index, table)
-        return statements
+    def table_options(self, table: Table) -> str:
+        # Binary collation: message and aggregate ids compare exactly, as elsewhere.
+        return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
     def create_index_statements(self, index: Index, table: Table) -> list[str]:
         return self._if_index(index, table, exists=False,

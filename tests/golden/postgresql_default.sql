@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS "outbox" (
     CONSTRAINT "UQ_outbox_message_id" UNIQUE ("message_id"),
     CONSTRAINT "CK_outbox_status" CHECK ("status" IN (0, 1, 2, 3, 4)),
     CONSTRAINT "CK_outbox_claimed_at" CHECK ("status" <> 1 OR "claimed_at" IS NOT NULL)
-);
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000, vacuum_index_cleanup = on);
 CREATE INDEX IF NOT EXISTS "IX_outbox_agg_open" ON "outbox" ("aggregate_id", "id") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_outbox_claim_ready" ON "outbox" ("status", "next_retry_at", "id") INCLUDE ("aggregate_id", "claimed_at") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_outbox_done_processed_at" ON "outbox" ("status", "processed_at");

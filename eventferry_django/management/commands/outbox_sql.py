@@ -45,6 +45,9 @@ class Command(EventferryCommand):
         parser.add_argument("--open-rows-index", action="store_true",
                             help="Print migration 0005's DDL (an existing outbox's "
                             "head-of-aggregate index swapped for the open-rows index) instead.")
+        parser.add_argument("--autovacuum", action="store_true",
+                            help="PostgreSQL: print migration 0006's DDL (an existing "
+                            "outbox's autovacuum tuning as a queue table) instead.")
         parser.add_argument("--reverse", action="store_true",
                             help="Print the DDL that unapplies the migration instead.")
         parser.add_argument(
@@ -74,6 +77,13 @@ class Command(EventferryCommand):
             if options["inbox"]:
                 raise CommandError("--open-rows-index concerns the outbox; drop --inbox.")
             statements = dialect.open_rows_index_statements(forwards=not options["reverse"])
+        elif options["autovacuum"]:
+            if options["inbox"]:
+                raise CommandError("--autovacuum concerns the outbox; drop --inbox.")
+            if vendor != "postgresql":
+                raise CommandError("--autovacuum is PostgreSQL's; migration 0006 does "
+                                   f"nothing on {vendor}.")
+            statements = dialect.autovacuum_statements(forwards=not options["reverse"])
         elif options["optimize_sequential_key"]:
             if vendor != "microsoft":
                 raise CommandError("--optimize-sequential-key is SQL Server's; "
