@@ -169,6 +169,7 @@ def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict[str, A
     return thread, outcome
 
 
+@babelfish_gap("locking-hints-ignored", "UPDLOCK, HOLDLOCK on the inbox probe do not make the second delivery wait: it fails on the unique key")
 @pytest.mark.parametrize("first_commits", [True, False])
 def test_a_concurrent_delivery_waits_for_the_first_then_skips_or_handles(
     first_commits: bool,

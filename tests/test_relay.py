@@ -162,6 +162,7 @@ def test_unexpected_publisher_errors_are_treated_as_outages() -> None:
     assert OutboxEvent.objects.get().status == Status.PENDING
 
 
+@babelfish_gap("slow-start-up", "the first claim on a new connection compiles for seconds there, past the test's 5 s bound")
 def test_until_empty_ignores_rows_waiting_for_retry_or_lease() -> None:
     with transaction.atomic():
         publish_event("later", {}, aggregate_type="a", aggregate_id="1")

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 
+from .engine_gaps import babelfish_gap
 from .relay_process import start_relay, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -87,6 +88,7 @@ def test_an_event_that_kills_every_relay_ends_dead(tmp_path: Path) -> None:
     assert [p["aggregate_id"] for p in published(out)] == ["1"]
 
 
+@babelfish_gap("slow-start-up", "a relay process's first claim compiles for seconds there, so the fast relay misses its window to take the row back")
 def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "published.jsonl"
     with transaction.atomic():
