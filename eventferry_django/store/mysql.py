@@ -200,7 +200,10 @@ class MysqlDialect(Dialect):
         """No earlier row of the same aggregate is open, asked per open status as "the
         aggregate's first row in that status is not before this one": three index dives,
         each reading one entry of the open-rows index (``ignoring``, a condition on
-        ``e``, skips rows that do not count).
+        ``e``, skips rows that do not count). The candidate's id stays outside the
+        subqueries, so they depend on its aggregate alone and MariaDB's subquery cache
+        answers every row of a hot aggregate from one dive (20,000 rows behind a held
+        chain: 20,008 index reads a claim, 32 ms).
 
         Not NOT EXISTS (an earlier row in status IN (0, 1, 3)): MariaDB reads a
         correlated subquery by ``ref``, with equalities only, so that probe sought on
