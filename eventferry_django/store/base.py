@@ -79,8 +79,10 @@ CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at
 MAX_BATCH = 10_000
 
 #: Status codes that hold back later events of the same aggregate (pending, claimed,
-#: failed). Spelled as SQL because it appears in index predicates.
-OPEN_STATUSES_SQL = "(0, 1, 3)"
+#: failed).
+OPEN_STATUSES: tuple[int, ...] = (0, 1, 3)
+#: The same, spelled as SQL because it appears in index predicates.
+OPEN_STATUSES_SQL = f"({', '.join(map(str, OPEN_STATUSES))})"
 
 
 def chain_share(max_chain: int, limit: int, heads: int) -> int:
@@ -472,16 +474,20 @@ class Dialect(ClosedRowsSql):
     #: The locking clause of a claim's candidate scans (vendors with SKIP LOCKED).
     skip_locked_sql: ClassVar[str] = ""
 
+    #: How the fresh-head scan orders its rows: the claim index's own order, which for
+    #: fresh rows (one status, no retry time) is id order, so the scan stops at the limit
+    #: instead of sorting every open row.
+    fresh_order: ClassVar[tuple[str, ...]] = ("status", "next_retry_at", "id")
+
     def fresh_candidates_sql(self) -> str:
-        """Ids and aggregates of fresh heads, read in the claim index's own order (status,
-        next_retry_at, id), which for fresh rows is id order: the scan stops at the limit
-        instead of sorting every open row. One placeholder: the limit."""
+        """Ids and aggregates of fresh heads, read in :attr:`fresh_order`. One
+        placeholder: the limit."""
         q = self.quote
+        order = ", ".join(f"c.{q(column)}" for column in self.fresh_order)
         return self.statement("fresh_candidates", lambda: (
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {self.fresh_sql('c')} AND {self.head_of_aggregate_sql('c')} "
-            f"ORDER BY c.{q('status')}, c.{q('next_retry_at')}, c.{q('id')} LIMIT %s"
-            f"{self.skip_locked_sql}"
+            f"ORDER BY {order} LIMIT %s{self.skip_locked_sql}"
         ))
 
     def overdue_candidates_sql(self) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
-from .base import INBOX_KEY, OPEN_STATUSES_SQL, Dialect, Index, Table, chain_share
+from .base import INBOX_KEY, OPEN_STATUSES, Dialect, Index, Table, chain_share
 from .closed_rows import codes
 
 
@@ -79,6 +79,11 @@ class MysqlDialect(Dialect):
     qualify_set_columns = True
     claim_needs_transaction = True
     skip_locked_sql = " FOR UPDATE SKIP LOCKED"
+    # Fresh rows in id order alone: MariaDB does not count ``next_retry_at IS NULL`` as a
+    # constant of the claim index's prefix, so the index's full order made it sort every
+    # fresh row, each probed as a head first (4 s a claim at 150,000 pending rows), and
+    # lock every head found, not only those it returned.
+    fresh_order = ("id",)
 
     def is_transient(self, exc: BaseException) -> bool:
         # 1213: deadlock victim; 1205: lock wait timeout. InnoDB rolls the transaction back.
@@ -145,7 +150,7 @@ class MysqlDialect(Dialect):
                 f"AND c.{q('id')} > %s ORDER BY c.{q('id')} LIMIT %s)")
         parts, params = [], []
         for aggregate, head in heads.items():
-            for status in (0, 1, 3):
+            for status in OPEN_STATUSES:
                 parts.append(part)
                 params += [lease_offset, aggregate, status, head, share]
         cursor.execute(" UNION ALL ".join(parts), params)
@@ -165,9 +170,9 @@ class MysqlDialect(Dialect):
         again in a statement of its own.
 
         The candidate scans' locking read sees rows committed while it runs, but their
-        NOT EXISTS probe reads the snapshot taken when the statement began: the later
-        events of a writer that committed mid-scan passed as heads while its first one
-        was skipped as locked, and went out before it (the soak found this on MariaDB).
+        head probe reads the snapshot taken when the statement began: the later events
+        of a writer that committed mid-scan passed as heads while its first one was
+        skipped as locked, and went out before it (the soak found this on MariaDB).
         Under READ COMMITTED, Django's default for MySQL, this statement's snapshot has
         that commit. A plain read: a locking one here made relays queue on each other's
         rows. Earlier rows among the candidates themselves do not count.
@@ -177,14 +182,40 @@ class MysqlDialect(Dialect):
         q = self.quote
         condition, params = self.ids_condition(ids)
         cursor.execute(
-            f"SELECT DISTINCT c.{q('id')} FROM {self.table} AS c JOIN {self.table} AS e "
-            f"ON e.{q('aggregate_id')} = c.{q('aggregate_id')} AND e.{q('status')} IN "
-            f"{OPEN_STATUSES_SQL} AND e.{q('id')} < c.{q('id')} "
-            f"WHERE c.{condition} AND NOT e.{condition}",
-            params + params,
+            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE c.{condition} "
+            f"AND {self.head_of_aggregate_sql('c', ignoring=f'NOT e.{condition}')}",
+            params * (1 + len(OPEN_STATUSES)),
         )
-        blocked = {row[0] for row in cursor.fetchall()}
-        return [row_id for row_id in ids if row_id not in blocked]
+        heads = {row[0] for row in cursor.fetchall()}
+        return [row_id for row_id in ids if row_id in heads]
+
+    def head_of_aggregate_sql(self, alias: str = "c", ignoring: str | None = None) -> str:
+        """No earlier row of the same aggregate is open, asked per open status as "the
+        aggregate's first row in that status is not before this one": three index dives,
+        each reading one entry of the open-rows index (``ignoring``, a condition on
+        ``e``, skips rows that do not count). The candidate's id stays outside the
+        subqueries, so they depend on its aggregate alone and MariaDB's subquery cache
+        answers every row of a hot aggregate from one dive (20,000 rows behind a held
+        chain: 20,008 index reads a claim, 32 ms).
+
+        Not NOT EXISTS (an earlier row in status IN (0, 1, 3)): MariaDB reads a
+        correlated subquery by ``ref``, with equalities only, so that probe sought on
+        ``aggregate_id`` alone and walked every index entry of the aggregate, its done
+        history included, to find none (650 entries a head at 150,000 pending and
+        500,000 done rows over 1,000 aggregates). The index is named because the
+        optimizer otherwise takes the claim index for a status it believes rare (the
+        claimed rows, say), reading all of them, and sorting them, for each candidate.
+        """
+        q = self.quote
+        rest = f" AND {ignoring}" if ignoring else ""
+        return " AND ".join(
+            f"{alias}.{q('id')} <= COALESCE((SELECT e.{q('id')} FROM {self.table} AS e "
+            f"FORCE INDEX ({q(self.name.aggregate_index)}) "
+            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
+            f"AND e.{q('status')} = {status}{rest} ORDER BY e.{q('id')} LIMIT 1), "
+            f"{alias}.{q('id')})"
+            for status in OPEN_STATUSES
+        )
 
     def delete_batch(
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,
