@@ -14,6 +14,7 @@ from tests.engine_gaps import (
     migrate_past_open_rows_index,
     skip_for_gap,
     skip_if_gap,
+    temp_namespace_first,
 )
 
 
@@ -54,7 +55,8 @@ def django_db_modify_db_settings(
 @pytest.fixture(scope="session", autouse=True)
 def _mssql_test_database(request: pytest.FixtureRequest, django_db_blocker: Any) -> None:
     """SQL Server's kept test database, emptied at the start; on the T-SQL endpoint, a
-    flush whose DELETEs respect the foreign keys."""
+    flush whose DELETEs respect the foreign keys, and connections that create their
+    temporary namespace first (engine_gaps.temp_namespace_first)."""
     from django.conf import settings
 
     if settings.DATABASES["default"]["ENGINE"] != "mssql":
@@ -63,6 +65,7 @@ def _mssql_test_database(request: pytest.FixtureRequest, django_db_blocker: Any)
     with django_db_blocker.unblock():
         if is_babelfish():
             children_first_flush(connections["default"])
+            temp_namespace_first(connections["default"])
         # The kept test database starts empty even after a run that was killed mid-test.
         # (No sequence reset: the endpoint's DBCC CHECKIDENT fails, and no test needs it.)
         call_command("flush", interactive=False, verbosity=0, reset_sequences=False)

@@ -41,6 +41,10 @@ GAPS = {
     # jTDS's login (TDS 7.1, no PRELOGIN without SSL) is closed by the engine
     # (babelfish_extensions#2137), and Microsoft's mssql-jdbc is not packaged here.
     "jtds-login-refused",
+    # A connection's first #temp table or table variable (the claim batch's) makes the
+    # engine re-plan foreign-key checks cached before it with the schema prefixed twice
+    # (babelfish_extensions#3058, BABEL-5270): temp_namespace_first.
+    "fk-plans-before-temp-table",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -150,6 +154,40 @@ def children_first_flush(connection: Any) -> None:
 
     ops_class.sql_flush = sql_flush
     ops_class._children_first = True
+
+
+def temp_namespace_first(connection: Any) -> None:
+    """Give every new connection its temporary namespace before anything else runs.
+
+    Gap ``fk-plans-before-temp-table``: the engine checks foreign keys with cached plans
+    that name the physical schema (``<database>_dbo``). A connection's first ``#temp``
+    table or table variable changes the effective search path, the engine re-plans those
+    checks as T-SQL, maps the physical name as a logical one and looks for
+    ``<database>_<database>_dbo.<table>``, which does not exist: the next flush (or any
+    DELETE or INSERT a foreign key checks) fails. Here that happens when the session's
+    first flush has cached the checks and a claim batch then declares its table
+    variables. Creating and dropping a ``#temp`` table as a connection opens means no
+    check is ever planned before the namespace exists. SQL Server has no such state, and
+    the product's T-SQL does not change. The connection open now is closed, because
+    checks may already be cached on it (post-migrate's inserts).
+    """
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(_create_temp_namespace, dispatch_uid=_TEMP_NAMESPACE_UID)
+    connection.close()
+
+
+_TEMP_NAMESPACE_UID = "eventferry-tests-babelfish-temp-namespace-first"
+
+
+def _create_temp_namespace(sender: Any, connection: Any, **kwargs: Any) -> None:
+    if connection.vendor != "microsoft":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE #eventferry_temp_namespace (i INT); "
+            "DROP TABLE #eventferry_temp_namespace;"
+        )
 
 
 def _depths(references: list[tuple[str, str]]) -> dict[str, int]:
