@@ -107,7 +107,12 @@ class Relays:
                 process.send_signal(signal.SIGTERM)
         summaries = {}
         for relay_id, process in self.running.items():
-            assert process.wait(timeout) == 0, self.text(relay_id)
+            try:
+                code = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"relay {relay_id} still running {timeout} s after "
+                                     f"SIGTERM:\n{self.text(relay_id)}") from None
+            assert code == 0, self.text(relay_id)
             found = SUMMARY.search(self.text(relay_id))
             assert found is not None, self.text(relay_id)
             assert found["id"] == relay_id
