@@ -24,6 +24,10 @@ Failures are sorted by whose fault they are:
 - the broker's (the publisher raises): the batch is handed back untouched and the relay
   backs off; an outage never spends attempts, so it never turns an event dead;
 - the database's: the relay drops the connection, backs off and carries on.
+
+Slowness is none of these: while the relay holds rows (claimed, publishing, settling) a
+:class:`~.leases.LeaseKeeper` renews their leases, so only a relay that stopped loses
+them, and only then is an attempt spent on them.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from django.utils.module_loading import import_string
 
 from . import metrics
 from .conf import EventferrySettings, get_settings
+from .leases import LeaseKeeper
 from .publishers.base import (
     BrokerUnavailable,
     OutboundMessage,
@@ -198,6 +203,8 @@ class Relay:
         self.store = store or OutboxStore()
         self.publisher = publisher or build_publisher(self.settings)
         self._sender = Sender(f"eventferry-send-{config.relay_id}")
+        self.leases = LeaseKeeper(self.store, config.claim_timeout,
+                                  name=f"eventferry-lease-{config.relay_id}")
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
@@ -231,10 +238,11 @@ class Relay:
         self._settle_leftovers()
         if not self._in_flight:
             found_nothing, self._found_nothing = self._found_nothing, False
+            started = time.perf_counter()
             events = [] if found_nothing else self._claim()
             if not events:
                 return PassResult()
-            self._launch(self._split(events))
+            self._launch(self._split(events), claimed_in=time.perf_counter() - started)
         try:
             batch, results = self._oldest_results()
         except BrokerUnavailable:
@@ -268,9 +276,11 @@ class Relay:
             batches[-1].extend(chain)
         return [sorted(batch, key=lambda event: event.id) for batch in batches]
 
-    def _launch(self, parts: list[list[ClaimedEvent]]) -> None:
-        """Hand each batch to the publishing thread and keep it in flight."""
+    def _launch(self, parts: list[list[ClaimedEvent]], *, claimed_in: float) -> None:
+        """Hand each batch to the publishing thread and keep it in flight (and its leases
+        renewed); ``claimed_in`` is how long the claim took."""
         for events in parts:
+            self.leases.hold(events, claimed_in=claimed_in)
             metrics.observe_batch(len(events))
             # Rows taken back from dead relays were charged an attempt at claim time; one
             # that has used them all is buried unpublished (it may be what kills relays).
@@ -312,7 +322,9 @@ class Relay:
             # hiccup does not leave the batch to its lease (and a second publication).
             self._leftovers = (delivered, failures)
             raise
-        metrics.observe_settle(time.perf_counter() - started)
+        settled_in = time.perf_counter() - started
+        self.leases.let_go(batch.events)
+        metrics.observe_settle(settled_in)
         metrics.count_outcomes((e.message.topic for e in delivered),
                                ((f.event.message.topic, f.dead) for f in failures))
         if failures:
@@ -321,7 +333,7 @@ class Relay:
         if next_limit:
             self._adapt_limit(next_heads, _aggregates(claimed))
             if claimed:
-                self._launch([claimed])
+                self._launch([claimed], claimed_in=settled_in)
             self._found_nothing = not claimed
         result = PassResult(claimed=len(batch.events), published=len(delivered))
         result.dead = sum(1 for f in failures if f.dead)
@@ -364,6 +376,7 @@ class Relay:
         delivered, failures = self._leftovers
         self.store.settle(delivered, failures)
         self._leftovers = None
+        self.leases.let_go([*delivered, *(f.event for f in failures)])
         dead = sum(1 for f in failures if f.dead)
         self.stats.published += len(delivered)
         self.stats.dead += dead
@@ -436,8 +449,13 @@ class Relay:
                 )
             return results
         except Exception as exc:
-            # Not the messages' fault as far as we can tell: hand them back unspent.
-            self.store.release(batch.publishing)
+            # Not the messages' fault as far as we can tell: hand them back unspent. The
+            # batch leaves the relay even if the database refuses that (their leases
+            # bring them back then), so nothing renews its rows any longer.
+            try:
+                self.store.release(batch.publishing)
+            finally:
+                self.leases.let_go(batch.events)
             self.stats.released += len(batch.publishing)
             if isinstance(exc, BrokerUnavailable):
                 raise
@@ -543,6 +561,7 @@ class Relay:
         may_idle = not (self.config.once or self.config.until_empty)
         if may_idle:
             self.waker.start()
+        self.leases.start()
         idle_sleep = MIN_IDLE_SLEEP
         error_sleep = self.config.error_backoff
         interrupted = True
@@ -582,6 +601,7 @@ class Relay:
             interrupted = False
         finally:
             self._wind_down(interrupted)
+            self.leases.stop()
             if may_idle:
                 self.waker.stop()
             # A publishing thread still stuck with an unanswering broker keeps the
@@ -609,6 +629,7 @@ class Relay:
                 if batch.results is not None:
                     batch.results.cancel()  # not published yet: it never will be now
                 self.store.release(batch.publishing)
+                self.leases.let_go(batch.events)
         except Error as exc:
             logger.warning("[%s] could not settle or hand back claimed events (%s); they "
                            "return when their lease expires", self.config.relay_id, exc)

@@ -145,6 +145,7 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
         "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
         "release": lambda c: dialect.release(c, [6, 7], lease),
+        "renew": lambda c: dialect.renew(c, [8, 9], lease, 60_000),
         "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.insert_sql(2), []),
         "stored_message_ids": lambda c: dialect.stored_message_ids(c, ["m-1", "m-2"]),
@@ -180,8 +181,8 @@ def test_tsql_dml_matches_golden() -> None:
     assert_golden("microsoft_dml.sql", golden_text(tsql_operations(dialect)))
 
 
-@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "purge", "insert",
-                                       "stored_message_ids"])
+@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "renew", "purge",
+                                       "insert", "stored_message_ids"])
 def test_every_tsql_dml_statement_parses(operation: str) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     sql, params = tsql_operations(dialect)[operation]

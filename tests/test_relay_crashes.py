@@ -93,18 +93,22 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "published.jsonl"
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "a", "1")])
-    # The slow relay takes 8 s to publish; its lease lasts 1 s. The fast relay must start
-    # and take the row back meanwhile, which on a loaded machine took more than 3 s.
-    slow = start_relay(settings_for(out, claim_timeout=1, delay=8), "--once",
+    # A live relay renews its lease however slow it is, so this one is frozen (SIGSTOP)
+    # while it publishes: it renews nothing, and its 1 s lease runs out for real.
+    slow = start_relay(settings_for(out, claim_timeout=1, delay=3), "--once",
                        log=tmp_path / "slow.log")
     wait_until(lambda: len(published(out)) == 1, what="the slow relay to publish")
-    time.sleep(1.2)
-    fast = start_relay(settings_for(out, claim_timeout=1), "--until-empty",
-                       log=tmp_path / "fast.log")
-    assert fast.wait(30) == 0
-    row = OutboxEvent.objects.get()
-    assert (row.status, row.attempts) == (Status.DONE, 1)
-    done_at = row.processed_at
+    slow.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(1.5)
+        fast = start_relay(settings_for(out, claim_timeout=1), "--until-empty",
+                           log=tmp_path / "fast.log")
+        assert fast.wait(30) == 0
+        row = OutboxEvent.objects.get()
+        assert (row.status, row.attempts) == (Status.DONE, 1)
+        done_at = row.processed_at
+    finally:
+        slow.send_signal(signal.SIGCONT)
     assert slow.wait(30) == 0
     log = (tmp_path / "slow.log").read_text()
     assert "taken back by another relay" in log

@@ -453,13 +453,18 @@ class Dialect(ClosedRowsSql):
     def overdue_sql(self, alias: str = "c") -> str:
         """Rows whose retry time has come, and rows whose lease expired (their relay
         died). The placeholder is the lease timeout offset (a negative
-        :meth:`offset_param`)."""
+        :meth:`offset_param`).
+
+        A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
+        relay has renewed it (see :meth:`renew`), until ``next_retry_at``: the time
+        another relay may retry it if this one falls silent."""
         status, retry_at, claimed_at = self._claim_columns(alias)
         now = self.now_sql
         return (
             f"(({status} = 3 AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
             f"OR ({status} = 0 AND {retry_at} <= {now}) "
-            f"OR ({status} = 1 AND {claimed_at} < {self.now_plus_sql()}))"
+            f"OR ({status} = 1 AND {claimed_at} < {self.now_plus_sql()} "
+            f"AND ({retry_at} IS NULL OR {retry_at} <= {now})))"
         )
 
     def head_of_aggregate_sql(self, alias: str = "c") -> str:
@@ -611,11 +616,38 @@ class Dialect(ClosedRowsSql):
             cursor.execute(
                 f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + %s, "
                 f"{q('status')} = 4, {q('processed_at')} = {self.now_sql}, "
-                f"{q('last_error')} = %s WHERE {condition}",
+                f"{q('next_retry_at')} = NULL, {q('last_error')} = %s WHERE {condition}",
                 [1 if counts_attempt else 0, error, *params],
             )
             total += cursor.rowcount
         return total
+
+    def renew(self, cursor: Any, ids: Sequence[int], lease: Any, lease_timeout_ms: int) -> int:
+        """Extend the lease of the rows still held under ``lease`` to ``lease_timeout_ms``
+        from now; returns how many were renewed. The lease token (``claimed_at``) stays
+        as it is, so a settlement running at the same time still matches it.
+
+        A row locked by anyone (this relay's own settlement, a DBA's transaction) is
+        skipped, never waited for: no other relay can take a locked row back either, and
+        a renewal stuck behind one lock would let every other row's lease run out."""
+        condition, params = self.settle_condition(ids, lease)
+        q = self.quote
+        if self.skip_locked_sql:
+            cursor.execute(f"SELECT c.{q('id')} FROM {self.table} AS c "
+                           f"WHERE {condition}{self.skip_locked_sql}", params)
+            unlocked = [row[0] for row in cursor.fetchall()]
+            if not unlocked:
+                return 0
+            condition, params = self.settle_condition(unlocked, lease)
+        cursor.execute(
+            f"UPDATE {self.table}{self.renew_hint} SET {q('next_retry_at')} = "
+            f"{self.now_plus_sql()} WHERE {condition}",
+            [self.offset_param(lease_timeout_ms), *params],
+        )
+        return int(cursor.rowcount)
+
+    #: Table hint of the renewal's UPDATE (SQL Server, which has no SKIP LOCKED).
+    renew_hint: ClassVar[str] = ""
 
     def release(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
         """Hand rows back untouched (the broker was down): pending again, no attempt spent."""

@@ -224,6 +224,9 @@ class MicrosoftDialect(Dialect):
     # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
     # semantics under RCSI (the Azure SQL default), where plain reads would not block.
     probe_hint = " WITH (READCOMMITTEDLOCK)"
+    # READPAST stands in for SKIP LOCKED: a renewal never waits on a locked row (see
+    # Dialect.renew); under RCSI SQL Server takes READPAST only with READCOMMITTEDLOCK.
+    renew_hint = " WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)"
 
     # Times are bound at the column's precision: a DATETIME2(7) parameter would compare
     # unequal to a lease it should match, and a millisecond DATEADD overflows at ~24.8 days.

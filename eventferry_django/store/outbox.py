@@ -105,6 +105,20 @@ class OutboxStore(BoundStore):
     def _ack(self, cursor: Any, groups: dict[Any, list[int]]) -> int:
         return sum(self.dialect.ack(cursor, ids, lease) for lease, ids in groups.items())
 
+    def renew(self, events: Iterable[ClaimedEvent], lease_timeout: float) -> int:
+        """Extend the leases of ``events`` that are still held to ``lease_timeout`` seconds
+        from now (the database's clock); one short transaction per lease. Rows another
+        relay took back, or that were settled, are left alone. Returns rows renewed."""
+        groups = _by_lease(events)
+        if not groups:
+            return 0
+        timeout_ms = round(lease_timeout * 1000)
+
+        def renew(ids: list[int], lease: Any) -> int:
+            return self._run(lambda cursor: self.dialect.renew(cursor, ids, lease, timeout_ms))
+
+        return sum(renew(ids, lease) for lease, ids in groups.items())
+
     def release(self, events: Sequence[ClaimedEvent]) -> int:
         """Hand events back as pending without spending an attempt (broker outage)."""
         if not events:

@@ -22,7 +22,7 @@ BEGIN TRY
     JOIN (
         SELECT TOP (%s) c.[id]
         FROM [messaging].[outbox] AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)
-        WHERE ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME())))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[status] IN (0, 1, 3) AND e.[id] < c.[id])
+        WHERE ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[status] IN (0, 1, 3) AND e.[id] < c.[id])
         ORDER BY c.[id]
     ) AS picked ON picked.[id] = o.[id]
     OPTION (MAXDOP 1);
@@ -64,7 +64,7 @@ BEGIN TRY
     INSERT INTO @heads ([id], [aggregate_id])
         SELECT TOP (%s) c.[id], c.[aggregate_id]
         FROM [messaging].[outbox] AS c WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)
-        WHERE ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME())))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[status] IN (0, 1, 3) AND e.[id] < c.[id])
+        WHERE ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())))) AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox] e WITH (READCOMMITTEDLOCK) WHERE e.[aggregate_id] = c.[aggregate_id] AND e.[status] IN (0, 1, 3) AND e.[id] < c.[id])
         ORDER BY c.[id]
         OPTION (MAXDOP 1);
     SELECT @share = CASE WHEN COUNT(*) = 0 THEN 0 WHEN (%s + COUNT(*) - 1) / COUNT(*) < %s THEN (%s + COUNT(*) - 1) / COUNT(*) - 1 ELSE %s - 1 END FROM @heads;
@@ -76,7 +76,7 @@ BEGIN TRY
             SELECT h.[id] FROM @heads AS h
             UNION ALL
             SELECT r.[id] FROM @heads AS h CROSS APPLY (
-                SELECT TOP (@share) c.[id], MIN(CASE WHEN ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME())))) THEN 1 ELSE 0 END) OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken
+                SELECT TOP (@share) c.[id], MIN(CASE WHEN ((c.[status] = 0 AND c.[next_retry_at] IS NULL) OR ((c.[status] = 3 AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())) OR (c.[status] = 0 AND c.[next_retry_at] <= SYSUTCDATETIME()) OR (c.[status] = 1 AND c.[claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) AND (c.[next_retry_at] IS NULL OR c.[next_retry_at] <= SYSUTCDATETIME())))) THEN 1 ELSE 0 END) OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken
                 FROM [messaging].[outbox] AS c WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)
                 WHERE c.[aggregate_id] = h.[aggregate_id] AND c.[status] IN (0, 1, 3) AND c.[id] > h.[id]
                 ORDER BY c.[id]
@@ -103,10 +103,13 @@ UPDATE [messaging].[outbox] SET [status] = 2, [processed_at] = SYSUTCDATETIME() 
 UPDATE [messaging].[outbox] SET [attempts] = [attempts] + 1, [status] = 3, [next_retry_at] = DATEADD(MILLISECOND, %s, SYSUTCDATETIME()), [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
 
 -- bury [1, 'poison', '[5]', '2026-11-21 12:00:00.123']
-UPDATE [messaging].[outbox] SET [attempts] = [attempts] + %s, [status] = 4, [processed_at] = SYSUTCDATETIME(), [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+UPDATE [messaging].[outbox] SET [attempts] = [attempts] + %s, [status] = 4, [processed_at] = SYSUTCDATETIME(), [next_retry_at] = NULL, [last_error] = %s WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
 
 -- release ['[6, 7]', '2026-11-21 12:00:00.123']
 UPDATE [messaging].[outbox] SET [status] = 0, [claimed_at] = NULL, [next_retry_at] = NULL WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
+
+-- renew [60000, '[8, 9]', '2026-11-21 12:00:00.123']
+UPDATE [messaging].[outbox] WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) SET [next_retry_at] = DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] = 1 AND [claimed_at] = CAST(%s AS DATETIME2(3));
 
 -- purge [1000, '2026-11-14 00:00:00']
 DELETE TOP (%s) FROM [messaging].[outbox] WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) WHERE [status] IN (2, 4) AND [processed_at] < CAST(%s AS DATETIME2(3));
