@@ -6,12 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres test-mariadb test-mssql test-tds test-extras lint services browsers mariadb-headers spark benchmark clean
+.PHONY: demo test docs test-sqlite test-postgres test-mariadb test-mssql test-tds test-extras lint services browsers mariadb-headers spark benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,docs]'
 	touch $@
 
 demo: $(INSTALLED)
@@ -33,6 +33,11 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/mypy eventferry_django
 
+# The documentation site (mkdocs.yml, docs/): strict, so a broken link, a missing page or
+# a settings page that cannot be generated fails the build.
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 test-sqlite: $(INSTALLED) services browsers spark
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest
 
@@ -53,7 +58,7 @@ test-mssql: $(INSTALLED) services
 # CI's SQL Server leg: on the T-SQL endpoint whenever its setup is found (skipped with a
 # line saying so where it is not). The files in tests/tds_ci.txt on pyodbc, and those
 # where the driver matters (binding, datetimes, error classes) again on mssql-python;
-# `make test-mssql` runs everything. Why this part: README, SQL Server section.
+# `make test-mssql` runs everything. Why this part: docs/sqlserver.md, the T-SQL endpoint.
 TDS_TESTS ?= $(shell cat tests/tds_ci.txt)
 TDS_DRIVER_TESTS ?= tests/test_store.py tests/test_publish.py tests/test_flush.py tests/test_utc_cutoffs.py tests/test_transient_errors.py
 test-tds: $(INSTALLED) services
@@ -65,11 +70,12 @@ test-tds: $(INSTALLED) services
 	EVENTFERRY_MSSQL_URL="$$url" EVENTFERRY_MSSQL_DRIVER=mssql_python EVENTFERRY_TEST_DB=mssql \
 	  $(BIN)/pytest $(TDS_DRIVER_TESTS)
 
-# Each user-facing extra in a clean virtualenv of its own, without dev (see the script).
+# The sdist and wheel built and passed by twine, then the wheel with each user-facing
+# extra in a clean virtualenv of its own, without dev (see the script).
 test-extras: $(INSTALLED) services mariadb-headers
 	$(BIN)/python scripts/check_extras.py
 
-test: lint test-extras test-sqlite test-postgres test-mariadb test-tds
+test: lint docs test-extras test-sqlite test-postgres test-mariadb test-tds
 
 benchmark: $(INSTALLED) services spark
 	$(BIN)/python benchmarks/relay.py
@@ -77,4 +83,4 @@ benchmark: $(INSTALLED) services spark
 	$(BIN)/python benchmarks/archive.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info site dist build

@@ -11,30 +11,14 @@ from django.db import connections, router
 from django.db.models import Model
 from django.utils.module_loading import import_string
 
-from .conf import SETTING_NAME, EventferrySettings, parse
+from .conf import SETTING_NAME, SETTINGS, EventferrySettings, parse
 from .history.session import missing_jars
 from .naming import has_schemas
 from .publishers.base import Publisher
 from .store import VENDORS, dialect_for
 
-#: Check ids by setting key; one id per kind of problem keeps them greppable in docs.
-CHECK_IDS = {
-    "": "eventferry.E001",
-    "TABLE": "eventferry.E003",
-    "INBOX_TABLE": "eventferry.E003",
-    "SCHEMA": "eventferry.E003",
-    "CLAIM_TIMEOUT": "eventferry.E004",
-    "BATCH_SIZE": "eventferry.E005",
-    "BATCHES_IN_FLIGHT": "eventferry.E015",
-    "MAX_CHAIN": "eventferry.E016",
-    "MAX_ATTEMPTS": "eventferry.E006",
-    "BACKOFF": "eventferry.E007",
-    "MAX_PAYLOAD_BYTES": "eventferry.E008",
-    "PUBLISHER": "eventferry.E009",
-    "DATABASE": "eventferry.E010",
-    "NATIVE_JSON": "eventferry.E011",
-    "SPARK": "eventferry.E060",
-}
+#: Check ids by setting key (from the settings table); "" is a setting that is not a dict.
+CHECK_IDS = {"": "eventferry.E001", **{setting.key: setting.check_id for setting in SETTINGS}}
 UNKNOWN_KEY_ID = "eventferry.E002"
 #: The tag of eventferry's checks: ``manage.py check --tag eventferry``.
 TAG = "eventferry"
@@ -165,7 +149,8 @@ def _check_publisher(parsed: EventferrySettings) -> list[CheckMessage]:
         return [Error(
             f"{SETTING_NAME}['PUBLISHER']['BACKEND'] {backend!r} is not a subclass of "
             "eventferry_django.publishers.base.Publisher.",
-            hint="Point BACKEND at a Publisher subclass, or write one (see the README).",
+            hint="Point BACKEND at a Publisher subclass, or write one (see the "
+            "documentation: Publishing, Publishers).",
             id="eventferry.E021",
         )]
     return publisher_class.check(parsed.publisher.options)

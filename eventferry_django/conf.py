@@ -32,23 +32,135 @@ MAX_CHAIN = MAX_BATCH_SIZE
 
 DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
 
-#: Documented defaults; the README's settings table mirrors this dict.
-DEFAULTS: dict[str, Any] = {
-    "TABLE": "outbox",
-    "INBOX_TABLE": "inbox",
-    "SCHEMA": None,
-    "NATIVE_JSON": False,
-    "DATABASE": "default",
-    "CLAIM_TIMEOUT": 60,
-    "BATCH_SIZE": 100,
-    "BATCHES_IN_FLIGHT": 2,
-    "MAX_CHAIN": 100,
-    "MAX_ATTEMPTS": 5,
-    "BACKOFF": {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
-    "MAX_PAYLOAD_BYTES": 1024 * 1024,
-    "PUBLISHER": {"BACKEND": DEFAULT_PUBLISHER, "OPTIONS": {}},
-    "SPARK": {"MASTER": "local[*]", "JARS": None, "CONF": {}, "SQLSERVER_DRIVER": "mssql-jdbc"},
-}
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of ``EVENTFERRY``: the single place its default is spelled.
+
+    :data:`SETTINGS` lists them all; :data:`DEFAULTS`, the dataclasses below, the system
+    checks (``check_id``) and the documentation's settings page are derived from it, so
+    they cannot disagree. ``meaning`` is Markdown, for that page.
+    """
+
+    key: str
+    #: The accepted values, as a reader would write them.
+    type: str
+    default: Any
+    meaning: str
+    #: The check a value that cannot be parsed raises.
+    check_id: str
+    #: Checks that look at this key beyond parsing it (router, vendor, publisher...).
+    other_check_ids: tuple[str, ...] = ()
+
+    @property
+    def check_ids(self) -> tuple[str, ...]:
+        return (self.check_id, *self.other_check_ids)
+
+
+#: Every key of ``EVENTFERRY``, in the order the documentation lists them.
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "TABLE", "str (SQL identifier)", "outbox",
+        "The outbox's table name, matching `^[a-zA-Z_][a-zA-Z0-9_]{0,99}$` and short enough "
+        "that the index and constraint names derived from it fit the vendor (PostgreSQL: "
+        "63 characters). Changing it after `migrate` does not move the table.",
+        "eventferry.E003", ("eventferry.E013", "eventferry.E050"),
+    ),
+    Setting(
+        "INBOX_TABLE", "str (SQL identifier)", "inbox",
+        "The consumers' inbox table (see [Consuming events](consuming.md)); same rules as "
+        "`TABLE`, and not the same name.",
+        "eventferry.E003", ("eventferry.E013", "eventferry.E050"),
+    ),
+    Setting(
+        "SCHEMA", "str (SQL identifier) or None", None,
+        "Schema of both tables. `None` means `dbo` on SQL Server and the connection's "
+        "default elsewhere; SQLite has none. Honoured by the DDL and by every ORM query.",
+        "eventferry.E003", ("eventferry.E014",),
+    ),
+    Setting(
+        "NATIVE_JSON", "bool", False,
+        "SQL Server 2025 / current Azure SQL: `json` columns instead of `NVARCHAR(MAX)` with "
+        "`ISJSON` checks. Leave it False on other vendors.",
+        "eventferry.E011",
+    ),
+    Setting(
+        "DATABASE", "str (a key of DATABASES)", "default",
+        "The alias the outbox and the inbox live on unless a call names another: the admin, "
+        "the commands, the Celery tasks and the inbox use it; `publish_event(using=...)` "
+        "can name another (see [Several databases](databases.md)).",
+        "eventferry.E010", ("eventferry.E012", "eventferry.E051", "eventferry.E052"),
+    ),
+    Setting(
+        "CLAIM_TIMEOUT", f"number of seconds, above 0, at most {MAX_CLAIM_TIMEOUT_SECONDS:,}",
+        60,
+        "How long a relay's lease on the rows it claimed lasts; after that another relay "
+        "may take them back, counting an attempt (see [Leases](relay.md#leases)). SQL "
+        "Server binds it as a 32-bit millisecond count, hence the 24-hour ceiling.",
+        "eventferry.E004",
+    ),
+    Setting(
+        "BATCH_SIZE", f"int, 1..{MAX_BATCH_SIZE:,}", 100,
+        "Rows per claim; `outbox_relay --batch-size` overrides it.",
+        "eventferry.E005",
+    ),
+    Setting(
+        "BATCHES_IN_FLIGHT", f"int, 1..{MAX_BATCHES_IN_FLIGHT}", 2,
+        "Batches a relay keeps at the broker at once, so it settles one while the broker "
+        "confirms another; `outbox_relay --batches-in-flight` overrides it.",
+        "eventferry.E015",
+    ),
+    Setting(
+        "MAX_CHAIN", f"int, 1..{MAX_CHAIN:,}", 100,
+        "Rows of one aggregate a claim may hand out at once, in id order (1: the head only, "
+        "one event per aggregate in flight). 100 is the default batch, so a hot aggregate "
+        "fills a batch by itself; longer chains pay only with larger batches and widen "
+        "what a crash republishes (see [Chains](relay.md#chains)).",
+        "eventferry.E016",
+    ),
+    Setting(
+        "MAX_ATTEMPTS", "int, at least 1", 5,
+        "Publish attempts before an event goes dead.",
+        "eventferry.E006",
+    ),
+    Setting(
+        "BACKOFF", "dict: BASE (seconds > 0), MAX (seconds >= BASE), JITTER (0..1)",
+        {"BASE": 1.0, "MAX": 300.0, "JITTER": 0.2},
+        "The n-th retry waits `min(MAX, BASE * 2**(n-1))` seconds, varied by +/- JITTER "
+        "of itself. Missing keys take their default.",
+        "eventferry.E007",
+    ),
+    Setting(
+        "MAX_PAYLOAD_BYTES", "int, at least 1", 1024 * 1024,
+        "Largest payload, as UTF-8 JSON; a larger one is `InvalidEvent`.",
+        "eventferry.E008",
+    ),
+    Setting(
+        "PUBLISHER", "dict: BACKEND (dotted path), OPTIONS (dict)",
+        {"BACKEND": DEFAULT_PUBLISHER, "OPTIONS": {}},
+        "Where events go: a `Publisher` subclass and its keyword arguments (see "
+        "[Publishers](publishing.md#publishers)). Each publisher checks its OPTIONS.",
+        "eventferry.E009",
+        ("eventferry.E020", "eventferry.E021", "eventferry.E022", "eventferry.E030",
+         "eventferry.E031", "eventferry.E032", "eventferry.E033", "eventferry.E040",
+         "eventferry.E041", "eventferry.E042", "eventferry.E043", "eventferry.E044"),
+    ),
+    Setting(
+        "SPARK", "dict: MASTER (str), JARS (list of str or None), CONF (dict), "
+        "SQLSERVER_DRIVER (\"mssql-jdbc\" or \"jtds\")",
+        {"MASTER": "local[*]", "JARS": None, "CONF": {}, "SQLSERVER_DRIVER": "mssql-jdbc"},
+        "How `outbox_archive`, `outbox_replay` and `outbox_report` start Spark: the master "
+        "URL (a command's `--master` wins), the JDBC driver jars (`None`: Debian's jar for "
+        "the outbox's database), extra Spark settings (`\"spark.executor.memory\": "
+        "\"4g\"`; not `spark.master` or `spark.jars`, which MASTER and JARS decide), and "
+        "`\"jtds\"` to reach SQL Server through Debian's jTDS instead of Microsoft's "
+        "driver (see [The Spark history pipeline](history.md)).",
+        "eventferry.E060", ("eventferry.E061",),
+    ),
+)
+
+#: Each key's default, derived from :data:`SETTINGS`.
+DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
 
 #: JDBC drivers the history pipeline can use for SQL Server.
 SQLSERVER_DRIVERS = ("mssql-jdbc", "jtds")
@@ -60,9 +172,9 @@ _SPARK_CONF_OWNED = {"spark.master": "MASTER", "spark.jars": "JARS"}
 class Backoff:
     """Retry delay parameters, in seconds; ``jitter`` is a fraction of the delay."""
 
-    base: float = 1.0
-    max: float = 300.0
-    jitter: float = 0.2
+    base: float = DEFAULTS["BACKOFF"]["BASE"]
+    max: float = DEFAULTS["BACKOFF"]["MAX"]
+    jitter: float = DEFAULTS["BACKOFF"]["JITTER"]
 
 
 @dataclass(frozen=True)
@@ -77,30 +189,28 @@ class SparkConfig:
     starts Spark. ``jars`` None means the JDBC driver of the outbox's database from the
     operating system's packages (see ``eventferry_django.history.jdbc``)."""
 
-    master: str = "local[*]"
-    jars: tuple[str, ...] | None = None
+    master: str = DEFAULTS["SPARK"]["MASTER"]
+    jars: tuple[str, ...] | None = DEFAULTS["SPARK"]["JARS"]
     conf: Mapping[str, str] = field(default_factory=dict)
-    sqlserver_driver: str = "mssql-jdbc"
+    sqlserver_driver: str = DEFAULTS["SPARK"]["SQLSERVER_DRIVER"]
 
 
 @dataclass(frozen=True)
 class EventferrySettings:
-    table: str = "outbox"
-    inbox_table: str = "inbox"
-    schema: str | None = None
-    native_json: bool = False
-    database: str = "default"
-    claim_timeout: float = 60.0
-    batch_size: int = 100
-    batches_in_flight: int = 2
-    #: Rows of one aggregate a claim may hand out at once, in id order (1: the head only).
-    #: 100 is the default batch: a hot aggregate fills a batch by itself. Longer chains
-    #: pay only with larger batches, and they widen what a crash republishes and how many
-    #: rows may overtake one the broker refuses (see the README's relay guarantees).
-    max_chain: int = 100
-    max_attempts: int = 5
+    """The parsed setting; each field's default and meaning is in :data:`SETTINGS`."""
+
+    table: str = DEFAULTS["TABLE"]
+    inbox_table: str = DEFAULTS["INBOX_TABLE"]
+    schema: str | None = DEFAULTS["SCHEMA"]
+    native_json: bool = DEFAULTS["NATIVE_JSON"]
+    database: str = DEFAULTS["DATABASE"]
+    claim_timeout: float = float(DEFAULTS["CLAIM_TIMEOUT"])
+    batch_size: int = DEFAULTS["BATCH_SIZE"]
+    batches_in_flight: int = DEFAULTS["BATCHES_IN_FLIGHT"]
+    max_chain: int = DEFAULTS["MAX_CHAIN"]
+    max_attempts: int = DEFAULTS["MAX_ATTEMPTS"]
     backoff: Backoff = field(default_factory=Backoff)
-    max_payload_bytes: int = 1024 * 1024
+    max_payload_bytes: int = DEFAULTS["MAX_PAYLOAD_BYTES"]
     publisher: PublisherConfig = field(default_factory=PublisherConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
 
@@ -176,7 +286,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
     if not isinstance(raw, Mapping):
         problem = Problem(
             "", f"{SETTING_NAME} must be a dict, not {type(raw).__name__}.",
-            f"Set {SETTING_NAME} = {{...}} with the keys documented in the README.",
+            f"Set {SETTING_NAME} = {{...}} with the keys of the settings reference.",
         )
         return EventferrySettings(), [problem]
 
@@ -198,7 +308,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
     if not isinstance(database, str) or not database:
         reader.fail("DATABASE", f"is {database!r}; it must be a database alias.",
                     "Name a key of settings.DATABASES.")
-        database = "default"
+        database = DEFAULTS["DATABASE"]
 
     claim_timeout = reader.get("CLAIM_TIMEOUT")
     if not _is_number(claim_timeout) or not 0 < claim_timeout <= MAX_CLAIM_TIMEOUT_SECONDS:

@@ -1,9 +1,12 @@
-"""Install each user-facing extra into a clean virtualenv and run ``manage.py check``.
+"""Build the release artefacts, then install the wheel with each user-facing extra into
+a clean virtualenv and run ``manage.py check`` there.
 
 The test suite cannot see an extra that lacks a dependency: the ``dev`` extra brings
-them all. So each extra is installed here from this working tree, without ``dev``, into
-a virtualenv of its own, and ``manage.py check`` runs there in a small project
-(``scripts/extras_probe``) with a publisher or database that needs the extra.
+them all. Nor can it see a file the wheel leaves out: it runs from the working tree. So
+this script builds the sdist and, from the sdist, the wheel (``python -m build``, as a
+release does), checks both with ``twine check``, and installs that wheel, without
+``dev``, into a virtualenv of its own per extra, where ``manage.py check`` runs in a small
+project (``scripts/extras_probe``) with a publisher or database that needs the extra.
 
     .venv/bin/python scripts/check_extras.py            # every extra
     .venv/bin/python scripts/check_extras.py kombu      # some
@@ -43,7 +46,6 @@ EXTRAS: dict[str, list[str]] = {
     "prometheus": ["check"],
     "opentelemetry": ["check"],
 }
-BUILD_REQUIREMENTS = ["setuptools>=64", "wheel"]
 
 
 def pip(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
@@ -61,36 +63,45 @@ def mysql_headers() -> bool:
     ) if shutil.which("pkg-config") else False
 
 
-def collect_wheels(extras: list[str], into: Path) -> bool:
-    """Resolve this working tree with ``extras`` against the index and put every wheel
-    it needs, its own included, into ``into``. The wheelhouse keeps a copy of each for
-    the next run, so only new releases are downloaded and an sdist (mysqlclient) is built
-    once. False when the index cannot be reached."""
+def build_distributions(into: Path) -> Path:
+    """The sdist and, built from it, the wheel of this tree (``python -m build``), both
+    passed by ``twine check``; returns the wheel. Exits with the tool's output if either
+    step fails."""
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(into), str(ROOT)],
+                           capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        raise SystemExit(f"extras: python -m build failed:\n{built.stdout}{built.stderr}")
+    distributions = sorted(into.glob("eventferry_django-*"))
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
+                              *map(str, distributions)],
+                             capture_output=True, text=True, check=False)
+    if checked.returncode != 0:
+        raise SystemExit(f"extras: twine check failed:\n{checked.stdout}{checked.stderr}")
+    [wheel] = into.glob("eventferry_django-*.whl")
+    return wheel
+
+
+def collect_wheels(wheel: Path, extras: list[str], into: Path) -> bool:
+    """Resolve ``wheel`` with ``extras`` against the index and put every wheel it needs
+    into ``into``. The wheelhouse keeps a copy of each for the next run, so only new
+    releases are downloaded and an sdist (mysqlclient) is built once. False when the
+    index cannot be reached."""
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     named = ",".join(e for e in extras if e)
     result = pip("wheel", "--quiet", "--wheel-dir", str(into), "--find-links",
-                 str(WHEELHOUSE), f"{ROOT}[{named}]" if named else str(ROOT),
-                 *BUILD_REQUIREMENTS)
+                 str(WHEELHOUSE), f"{wheel}[{named}]" if named else str(wheel))
     if result.returncode != 0:
         print(f"extras: cannot reach the index, using the wheelhouse as it is:\n"
               f"{result.stderr.strip()}", flush=True)
         return False
-    for wheel in into.glob("*.whl"):
-        kept = WHEELHOUSE / wheel.name
-        if not wheel.name.startswith("eventferry_django-") and not kept.exists():
+    for dependency in into.glob("*.whl"):
+        kept = WHEELHOUSE / dependency.name
+        if not dependency.name.startswith("eventferry_django-") and not kept.exists():
             # Copied, then renamed: another run reading the wheelhouse never sees half.
-            partial = WHEELHOUSE / f".{wheel.name}.{os.getpid()}"
-            shutil.copyfile(wheel, partial)
+            partial = WHEELHOUSE / f".{dependency.name}.{os.getpid()}"
+            shutil.copyfile(dependency, partial)
             partial.replace(kept)
     return True
-
-
-def build_wheel(into: Path) -> None:
-    """This working tree as a wheel, from the wheelhouse alone."""
-    built = pip("wheel", "--quiet", "--no-deps", "--no-index", "--find-links",
-                str(WHEELHOUSE), "--wheel-dir", str(into), str(ROOT))
-    if built.returncode != 0:
-        raise SystemExit(f"extras: cannot build eventferry-django:\n{built.stderr}")
 
 
 def check(extra: str, wheel: Path, wheels: Path, workdir: Path) -> tuple[bool, str]:
@@ -129,14 +140,15 @@ def main(names: list[str]) -> int:
     started = time.monotonic()
     failed = 0
     with tempfile.TemporaryDirectory(prefix="eventferry-extras-") as tmp:
-        wheels = Path(tmp) / "wheels"
-        if not collect_wheels(extras, wheels):
-            # Offline, or with the index down, what the wheelhouse holds may still do.
-            build_wheel(wheels)
-            wheels = WHEELHOUSE
-        [wheel] = Path(tmp).glob("wheels/eventferry_django-*.whl")
-        print(f"extras: {wheel.name} built, dependencies from {wheels} "
+        wheel = build_distributions(Path(tmp) / "dist")
+        print(f"extras: {wheel.name} and its sdist built and checked by twine "
               f"({time.monotonic() - started:.1f}s)", flush=True)
+        wheels = Path(tmp) / "wheels"
+        if not collect_wheels(wheel, extras, wheels):
+            # Offline, or with the index down, what the wheelhouse holds may still do.
+            wheels = WHEELHOUSE
+        print(f"extras: dependencies from {wheels} ({time.monotonic() - started:.1f}s)",
+              flush=True)
         for extra in extras:
             began = time.monotonic()
             ok, output = check(extra, wheel, wheels, Path(tmp))

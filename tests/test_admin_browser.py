@@ -30,7 +30,12 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-SCREENSHOT = Path(os.environ.get("EVENTFERRY_ADMIN_SCREENSHOT", "/tmp/eventferry-admin.png"))
+#: Where the documentation's admin page shows it (docs/admin.md), so every run with a
+#: browser keeps the screenshot current; EVENTFERRY_ADMIN_SCREENSHOT puts it elsewhere.
+SCREENSHOT = Path(os.environ.get(
+    "EVENTFERRY_ADMIN_SCREENSHOT",
+    Path(__file__).resolve().parent.parent / "docs" / "img" / "admin-dead-events.png",
+))
 DEAD_PATH = "/admin/eventferry_django/deadoutboxevent/"
 PASSWORD = "secret-pass-123"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import shutil
 from collections import defaultdict
 from io import StringIO
 from pathlib import Path
@@ -107,6 +108,16 @@ def assert_same_figures(reported: dict[Any, float], expected: dict[Any, float]) 
     assert not different
 
 
+#: The documentation's history page shows the report's plots from here (docs/history.md),
+#: so each run keeps them current.
+DOCS_IMAGES = Path(__file__).resolve().parent.parent / "docs" / "img"
+
+
+def keep_documentation_plots(report: Path) -> None:
+    for name in ("events", "latency", "attempts", "dead"):
+        shutil.copyfile(report / f"{name}.png", DOCS_IMAGES / f"report-{name}.png")
+
+
 def test_report_figures_equal_the_same_figures_computed_in_sql(spark: Any, tmp_path: Path) -> None:
     seed()
     root = str(tmp_path / "archive")
@@ -123,6 +134,7 @@ def test_report_figures_equal_the_same_figures_computed_in_sql(spark: Any, tmp_p
     assert "odd/topic: ü=1" in page and "406 PRECONDITION_FAILED" in page
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in
                ("events.png", "latency.png", "attempts.png", "dead.png"))
+    keep_documentation_plots(out)
 
     live = tmp_path / "live"
     command("outbox_report", "--live", "--out", str(live))

@@ -1,0 +1,69 @@
+"""The documentation keeps up with the code: every check id and every exit code a command
+can end with is explained on the troubleshooting page, and the settings page is generated
+from the settings table (mkdocs builds it with ``make docs``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from eventferry_django.conf import SETTINGS
+from eventferry_django.history import errors
+
+ROOT = Path(__file__).resolve().parent.parent
+TROUBLESHOOTING = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+COMMANDS = sorted(path.stem for path in
+                  (ROOT / "eventferry_django" / "management" / "commands").glob("*.py")
+                  if not path.stem.startswith("_"))
+
+
+def section(text: str, heading: str) -> str:
+    """The text under a ``## heading``, up to the next heading of that level."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"no '## {heading}' section"
+    return match.group(1)
+
+
+def check_ids_in_code() -> set[str]:
+    return {found for path in (ROOT / "eventferry_django").rglob("*.py")
+            for found in re.findall(r"eventferry\.E\d{3}", path.read_text(encoding="utf-8"))}
+
+
+@pytest.mark.parametrize("check_id", sorted(check_ids_in_code()))
+def test_every_check_id_has_its_own_entry(check_id: str) -> None:
+    checks = section(TROUBLESHOOTING, "System checks")
+    assert f"\n### {check_id.removeprefix('eventferry.')}\n" in checks
+
+
+def exit_codes() -> set[int]:
+    """0 done, 1 CommandError (Django's default), 2 argparse, and every code the history
+    commands define."""
+    return {0, 1, 2} | {value for name, value in vars(errors).items()
+                        if name.startswith("EXIT_") and isinstance(value, int)}
+
+
+@pytest.mark.parametrize("code", sorted(exit_codes()))
+def test_every_exit_code_has_a_row(code: int) -> None:
+    assert re.search(rf"^\| `{code}` \|", section(TROUBLESHOOTING, "Exit codes"), re.M)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_is_in_the_exit_code_table(command: str) -> None:
+    assert f"`{command}`" in section(TROUBLESHOOTING, "Exit codes")
+
+
+def test_the_settings_page_is_generated_with_every_key() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "settings_table", ROOT / "docs" / "hooks" / "settings_table.py")
+    assert spec and spec.loader
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert hook.MARKER in page
+    rendered = hook.on_page_markdown(page)
+    for setting in SETTINGS:
+        assert f"### `{setting.key}`" in rendered
+        assert all(check_id in rendered for check_id in setting.check_ids)
