@@ -427,6 +427,18 @@ class Dialect(ClosedRowsSql):
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]
 
+    # -- planner statistics (see store/statistics.py) ---------------------------------
+    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
+        """How many open rows the planner believes the outbox holds, as SQL and its
+        parameters (one row, one number; NULL or negative when unknown); None where the
+        relay does not look after the statistics."""
+        return None
+
+    def refresh_statistics_sql(self) -> str | None:
+        """A statement that refreshes the outbox's planner statistics without waiting
+        on anyone; None where the relay does not."""
+        return None
+
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """Tuning of the primary key for inserts that all land on its last page (SQL
         Server's OPTIMIZE_FOR_SEQUENTIAL_KEY); nothing elsewhere."""

@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ..naming import TableName
 from .base import JSON_COLUMNS, OPEN_STATUSES_SQL, Dialect, Table
 from .closed_rows import codes
 
@@ -106,6 +107,20 @@ class PostgresqlDialect(Dialect):
         else:
             change = f"RESET ({', '.join(name for name, _ in self.AUTOVACUUM)})"
         return [f"ALTER TABLE IF EXISTS {self.table} {change}"]
+
+    # -- planner statistics ------------------------------------------------------------
+    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
+        # The claim index holds exactly the open rows, so its reltuples is the planner's
+        # belief; pg_class is only written by VACUUM and ANALYZE (and survives a crash,
+        # unlike the counters that trigger autovacuum).
+        index = TableName(self.name.claim_index, self.name.schema).quoted(self.vendor)
+        return "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [index]
+
+    def refresh_statistics_sql(self) -> str | None:
+        # SKIP_LOCKED: never queue behind an autovacuum (or anyone's ANALYZE) of the
+        # table; the next check tries again. A relay whose role does not own the table
+        # gets a warning from the server and no ANALYZE, never an error.
+        return f"ANALYZE (SKIP_LOCKED) {self.table}"
 
     # -- DML ---------------------------------------------------------------------------
     # statement_timestamp(): one value for the whole statement, so every row of a claim
