@@ -65,3 +65,11 @@ def autovacuum_statements(vendor: str, *, forwards: bool = True) -> list[str]:
     only; nothing elsewhere), or back to the server's defaults backwards."""
     dialect, _ = table_ddl(vendor)
     return dialect.autovacuum_statements(forwards=forwards)
+
+
+def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
+    """What migration 0007 runs on ``vendor``: the retention index filtered on the closed
+    statuses in, the unfiltered one out (the other way round backwards); nothing on
+    MariaDB/MySQL, which have no filtered indexes."""
+    dialect, _ = table_ddl(vendor)
+    return dialect.closed_rows_index_statements(forwards=forwards)

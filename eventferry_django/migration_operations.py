@@ -16,6 +16,7 @@ from django.db.migrations.state import ProjectState
 from .ddl import (
     TableKind,
     autovacuum_statements,
+    closed_rows_index_statements,
     create_statements,
     drop_statements,
     open_rows_index_statements,
@@ -134,3 +135,22 @@ class TuneOutboxAutovacuum(VendorDdl):
     @property
     def migration_name_fragment(self) -> str:
         return "outbox_autovacuum"
+
+
+class ReplaceRetentionIndex(VendorDdl):
+    """Swaps the outbox's unfiltered retention index ``(status, processed_at)`` for one
+    filtered on the closed statuses (and back when reversed), so the claim's open-row
+    predicates can never be served by it; each step guarded, so it is idempotent.
+    MariaDB/MySQL have no filtered indexes: nothing happens there."""
+
+    model_name = "outboxevent"
+
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        return closed_rows_index_statements(vendor, forwards=forwards)
+
+    def describe(self) -> str:
+        return "Replace the outbox's retention index with one over closed rows only"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "closed_rows_index"

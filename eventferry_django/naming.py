@@ -121,7 +121,16 @@ class TableName:
 
     @property
     def retention_index(self) -> str:
+        """The first release's retention index, on every status: migration 0007 replaces
+        it with :attr:`closed_index` where the vendor has filtered indexes."""
         return f"IX_{self.table}_done_processed_at"
+
+    @property
+    def closed_index(self) -> str:
+        """The retention index over closed rows only (migration 0007); its name is no
+        longer than :attr:`retention_index`'s, so no table name valid for one is too long
+        for the other."""
+        return f"IX_{self.table}_closed_rows"
 
     @property
     def notify_channel(self) -> str:

@@ -221,6 +221,22 @@ def test_outbox_sql_prints_the_autovacuum_tuning_for_postgresql_only() -> None:
         run("outbox_sql", "--vendor", "postgresql", "--inbox", "--autovacuum")
 
 
+def test_outbox_sql_prints_the_closed_rows_index_swap() -> None:
+    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
+              "--closed-rows-index")
+    assert out.splitlines() == [
+        'CREATE INDEX IF NOT EXISTS "IX_outbox_closed_rows" ON "messaging"."outbox" '
+        '("status", "processed_at") WHERE "status" IN (2, 4);',
+        'DROP INDEX IF EXISTS "messaging"."IX_outbox_done_processed_at";',
+    ]
+    back = run("outbox_sql", "--vendor", "microsoft", "--closed-rows-index", "--reverse")
+    assert back.index("CREATE NONCLUSTERED INDEX [IX_outbox_done_processed_at]") < back.index(
+        "DROP INDEX [IX_outbox_closed_rows]")
+    assert run("outbox_sql", "--vendor", "mysql", "--closed-rows-index") == ""
+    with pytest.raises(CommandError, match="--closed-rows-index concerns the outbox"):
+        run("outbox_sql", "--vendor", "postgresql", "--inbox", "--closed-rows-index")
+
+
 def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:
     """As the settings check does (eventferry.E014): SQLite has no schemas."""
     with pytest.raises(CommandError, match=r"SQLite has no schemas: --schema 'X' cannot be used"):

@@ -260,6 +260,34 @@ def test_open_rows_index_migration_matches_golden(vendor: str) -> None:
                   render(dialect.open_rows_index_statements(forwards=False)))
 
 
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql"])
+def test_closed_rows_index_migration_matches_golden(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert_golden(f"{vendor}_closed_rows_index.sql",
+                  render(dialect.closed_rows_index_statements()))
+    assert_golden(f"{vendor}_closed_rows_index_reverse.sql",
+                  render(dialect.closed_rows_index_statements(forwards=False)))
+
+
+@pytest.mark.parametrize("vendor", ["mysql", "sqlite"])
+def test_closed_rows_index_migration_does_nothing_on_mysql_and_sqlite(vendor: str) -> None:
+    """MariaDB/MySQL have no filtered indexes (the claim names the indexes it walks
+    instead); SQLite would not use one for ``status = 2`` (see the dialect's flag)."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert dialect.closed_rows_index_statements() == []
+    assert dialect.closed_rows_index_statements(forwards=False) == []
+    assert dialect.retention_index.name == "IX_outbox_done_processed_at"
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_released_ddl_keeps_the_released_retention_index(vendor: str) -> None:
+    """0001 as released: its output must not change, so it still builds the unfiltered
+    index that 0007 then replaces."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert [i.name for i in dialect.outbox.indexes][-1] == "IX_outbox_done_processed_at"
+    assert "IX_outbox_closed_rows" not in render(dialect.create_statements())
+
+
 def test_autovacuum_migration_matches_golden() -> None:
     dialect = dialect_for("postgresql", TableName("outbox"))
     assert_golden("postgresql_autovacuum.sql", render(dialect.autovacuum_statements()))
@@ -287,6 +315,26 @@ def test_tsql_open_rows_index_migration_parses(forwards: bool) -> None:
     assert (new in created and old in dropped) is forwards
     if forwards:
         assert "([aggregate_id], [id]) WHERE [status] IN (0, 1, 3)" in created
+
+
+@pytest.mark.parametrize("forwards", [True, False])
+def test_tsql_closed_rows_index_migration_parses(forwards: bool) -> None:
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    created, dropped = dialect.closed_rows_index_statements(forwards=forwards)
+    for batch, kind in ((created, exp.Create), (dropped, exp.Drop)):
+        block = _parse_one(batch)
+        assert isinstance(block, exp.IfBlock)
+        assert block.find(kind) is not None
+        assert "[messaging].[outbox]" in batch
+    new, old = "IX_outbox_closed_rows", "IX_outbox_done_processed_at"
+    assert (new in created and old in dropped) is forwards
+    index = _parse_one(created).find(exp.Create)
+    assert index is not None and index.kind == "NONCLUSTERED INDEX"
+    if forwards:
+        # A literal IN list: filtered index predicates allow IN, never OR or parameters.
+        assert "([status], [processed_at]) WHERE [status] IN (2, 4)" in created
+    else:
+        assert "([status], [processed_at]);" in created
 
 
 def test_tsql_ack_is_one_statement_with_one_parameter_for_all_ids() -> None:

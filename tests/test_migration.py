@@ -13,7 +13,11 @@ from django.test import override_settings
 from django.test.utils import isolate_apps
 
 from eventferry_django import conf, publish_event
-from eventferry_django.ddl import autovacuum_statements, create_statements
+from eventferry_django.ddl import (
+    autovacuum_statements,
+    closed_rows_index_statements,
+    create_statements,
+)
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
@@ -60,14 +64,15 @@ def assert_matches_contract(name: TableName) -> None:
         # MySQL has a JSON type; MariaDB spells JSON as LONGTEXT plus a json_valid CHECK.
         assert info.types["payload"] in {"json", "longtext"}
 
-    for index in dialect_for(connection.vendor, name).indexes():
+    for index in dialect_for(connection.vendor, name).migrated_indexes():
         found = info.indexes[index.name]
         if connection.features.supports_covering_indexes:
             assert (found.keys, found.included) == (list(index.keys), list(index.include))
         else:
             assert found.keys == list(index.keys + index.include)
         supports_partial = connection.vendor != "mysql"
-        assert found.partial is (index.open_rows_only and supports_partial), index.name
+        filtered = index.open_rows_only or index.closed_rows_only
+        assert found.partial is (filtered and supports_partial), index.name
 
     expected_constraints = {name.message_id_unique, name.status_check, name.claimed_check}
     if connection.vendor in {"mysql", "sqlite", "microsoft"}:
@@ -102,11 +107,14 @@ def test_ddl_applied_twice_succeeds_and_keeps_data() -> None:
 def test_rerun_repairs_a_partial_deployment() -> None:
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    for index in DEFAULT.indexes:
+    built = [i.name for i in dialect_for(connection.vendor, DEFAULT).migrated_indexes()]
+    for index in built:
         introspection.drop_index(connection, DEFAULT, index)
-    assert not set(DEFAULT.indexes) & set(introspection.describe(connection, DEFAULT).indexes)
+    assert not set(built) & set(introspection.describe(connection, DEFAULT).indexes)
 
+    # Every migration's DDL, in order, as a DBA re-running what outbox_sql prints would.
     run_ddl(create_statements(connection.vendor))
+    run_ddl(closed_rows_index_statements(connection.vendor))
 
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
@@ -168,8 +176,9 @@ def custom_location() -> Iterator[TableName]:
 def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: TableName) -> None:
     setting = {"TABLE": custom_location.table, "SCHEMA": custom_location.schema}
     with override_settings(EVENTFERRY=setting):
-        run_ddl(create_statements(connection.vendor))
-        run_ddl(create_statements(connection.vendor))
+        for _ in range(2):
+            run_ddl(create_statements(connection.vendor))
+            run_ddl(closed_rows_index_statements(connection.vendor))
         assert_matches_contract(custom_location)
         with transaction.atomic():
             message_id = publish_event("t", {"where": "custom"}, aggregate_type="a",
@@ -345,3 +354,43 @@ def test_0006_tunes_an_existing_outboxs_autovacuum_and_resets_it() -> None:
     if postgresql:
         assert outbox_reloptions() == tuned
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
+
+
+# -- the closed-rows retention index (migration 0007) -----------------------------------------
+
+@SYS_INDEXES_GAP
+@pytest.mark.django_db(transaction=True)
+def test_0007_swaps_the_retention_index_for_the_closed_rows_index_and_back() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    dialect = dialect_for(connection.vendor, DEFAULT)
+    new, old = DEFAULT.closed_index, DEFAULT.retention_index
+    filtered = dialect.filtered_retention_index
+    # Migrated (0001 builds the released index, 0007 replaces it where it can).
+    assert (new in index_names(), old in index_names()) == (filtered, not filtered)
+
+    # Unapplied: the released unfiltered index, exactly as 0001 built it.
+    call_command("migrate", "eventferry_django", "0006_outbox_autovacuum", verbosity=0)
+    assert old in index_names() and new not in index_names()
+    found = introspection.describe(connection, DEFAULT).indexes[old]
+    assert found.keys == ["status", "processed_at"] and not found.partial
+
+    # Forwards again, then once more by hand (guarded): the same result, the data kept.
+    call_command("migrate", "eventferry_django", verbosity=0)
+    run_ddl(closed_rows_index_statements(connection.vendor))
+    assert (new in index_names(), old in index_names()) == (filtered, not filtered)
+    if filtered:
+        found = introspection.describe(connection, DEFAULT).indexes[new]
+        assert found.keys == ["status", "processed_at"] and found.partial
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+    assert_matches_contract(DEFAULT)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_0007_prints_the_same_ddl_as_outbox_sql() -> None:
+    out = io.StringIO()
+    call_command("sqlmigrate", "eventferry_django", "0007", stdout=out)
+    printed = io.StringIO()
+    call_command("outbox_sql", "--closed-rows-index", stdout=printed, stderr=io.StringIO())
+    for statement in printed.getvalue().strip().split(";\n"):
+        assert statement.strip().rstrip(";") in out.getvalue()

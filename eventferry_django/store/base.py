@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
-from .closed_rows import ClosedRowsSql
+from .closed_rows import CLOSED_STATUSES, ClosedRowsSql
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,8 @@ MAX_BATCH = 10_000
 OPEN_STATUSES: tuple[int, ...] = (0, 1, 3)
 #: The same, spelled as SQL because it appears in index predicates.
 OPEN_STATUSES_SQL = f"({', '.join(map(str, OPEN_STATUSES))})"
+#: The closed statuses (done, dead: what purge and the archive read) as SQL.
+CLOSED_STATUSES_SQL = f"({', '.join(map(str, CLOSED_STATUSES))})"
 
 
 def chain_share(max_chain: int, limit: int, heads: int) -> int:
@@ -99,6 +101,9 @@ class Index:
     keys: tuple[str, ...]
     include: tuple[str, ...] = ()
     open_rows_only: bool = False
+    #: Filtered on the closed statuses (done, dead), where the vendor has filtered
+    #: indexes; exclusive with ``open_rows_only``.
+    closed_rows_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,16 @@ def first_release_probe_index(name: TableName, *, status_keyed: bool) -> Index:
     return Index(name.first_release_aggregate_index, ("aggregate_id", "id"), include=("status",))
 
 
+def closed_rows_index(name: TableName) -> Index:
+    """The retention index of migration 0007: ``(status, processed_at)`` over closed rows
+    only. Purge and the archive read closed rows by status and processing time; the
+    claim's open-status predicates cannot use an index that holds no open row, so
+    however stale the statistics, the planner cannot walk it for them (issue 22: the
+    unfiltered index served the claim's open-status scans and probes after a restart
+    left the statistics stale, 6-13 s a claim)."""
+    return Index(name.closed_index, ("status", "processed_at"), closed_rows_only=True)
+
+
 def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:
     """The contract's outbox table named ``name``, with the dialect's ``indexes``."""
     return Table(
@@ -235,6 +250,13 @@ class Dialect(ClosedRowsSql):
     #: status, id)``, or SQL Server's ``(aggregate_id, id) INCLUDE (status)``. Only
     #: migration 0005's reverse builds that index now.
     status_keyed_probe: ClassVar[bool] = True
+    #: Whether migration 0007 replaces the unfiltered retention index with one filtered
+    #: on the closed statuses. Not on MariaDB/MySQL (no filtered indexes: the claim names
+    #: the indexes it walks instead), nor on SQLite, whose planner uses a partial index
+    #: only for a WHERE term identical to its filter (``status = 2`` does not match
+    #: ``status IN (2, 4)``, so purge would lose its index), and which plans without
+    #: statistics unless ANALYZE was run.
+    filtered_retention_index: ClassVar[bool] = False
 
     def __init__(self, name: TableName, *, native_json: bool = False) -> None:
         self.name = name.for_vendor(self.vendor)
@@ -321,6 +343,8 @@ class Dialect(ClosedRowsSql):
             sql += f" INCLUDE ({self.columns(index.include)})"
         if index.open_rows_only and self.supports_partial_index:
             sql += f" WHERE {self.quote('status')} IN {OPEN_STATUSES_SQL}"
+        elif index.closed_rows_only and self.supports_partial_index:
+            sql += f" WHERE {self.quote('status')} IN {CLOSED_STATUSES_SQL}"
         return sql
 
     def create_statements(self, table: Table | None = None) -> list[str]:
@@ -350,8 +374,37 @@ class Dialect(ClosedRowsSql):
         return [f"DROP INDEX IF EXISTS {qualified}"]
 
     def indexes(self) -> tuple[Index, ...]:
-        """The outbox's indexes as this vendor builds them."""
+        """The outbox's indexes as migration 0001 builds them (released DDL: frozen)."""
         return contract_indexes(self.name, partial=self.supports_partial_index)
+
+    def migrated_indexes(self) -> tuple[Index, ...]:
+        """The outbox's indexes once every migration has run: 0001's, with 0007's
+        closed-rows retention index in place of the unfiltered one where the vendor has
+        filtered indexes."""
+        built = self.indexes()
+        if not self.filtered_retention_index:
+            return built
+        return (*built[:-1], closed_rows_index(self.name))
+
+    @property
+    def retention_index(self) -> Index:
+        """The index purge and the archive's closed-row selections walk, once every
+        migration has run."""
+        return self.migrated_indexes()[-1]
+
+    def closed_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0007: replace the unfiltered retention index ``(status,
+        processed_at)`` with one filtered on the closed statuses (forwards), or the other
+        way round, where :attr:`filtered_retention_index` says so; elsewhere nothing
+        changes. Each step is guarded; the new index is
+        built before the old one goes, so purge always has one to walk."""
+        if not self.filtered_retention_index:
+            return []
+        table = self.outbox
+        old, new = self.indexes()[-1], closed_rows_index(self.name)
+        build, drop = (new, old) if forwards else (old, new)
+        return self.create_index_statements(build, table) + self.drop_index_statements(
+            drop, table)
 
     def open_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
         """Migration 0005: replace the first release's head-of-aggregate index with the
@@ -373,6 +426,18 @@ class Dialect(ClosedRowsSql):
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]
+
+    # -- planner statistics (see store/statistics.py) ---------------------------------
+    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
+        """How many open rows the planner believes the outbox holds, as SQL and its
+        parameters (one row, one number; NULL or negative when unknown); None where the
+        relay does not look after the statistics."""
+        return None
+
+    def refresh_statistics_sql(self) -> str | None:
+        """A statement that refreshes the outbox's planner statistics without waiting
+        on anyone; None where the relay does not."""
+        return None
 
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """Tuning of the primary key for inserts that all land on its last page (SQL

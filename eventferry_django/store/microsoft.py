@@ -105,6 +105,7 @@ class MicrosoftDialect(Dialect):
     vendor = "microsoft"
     supports_include = True
     status_keyed_probe = False
+    filtered_retention_index = True
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "BIGINT IDENTITY(1,1) NOT NULL",
         "text64": "NVARCHAR(64)",

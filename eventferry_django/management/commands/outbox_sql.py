@@ -45,6 +45,10 @@ class Command(EventferryCommand):
         parser.add_argument("--open-rows-index", action="store_true",
                             help="Print migration 0005's DDL (an existing outbox's "
                             "head-of-aggregate index swapped for the open-rows index) instead.")
+        parser.add_argument("--closed-rows-index", action="store_true",
+                            help="Print migration 0007's DDL (an existing outbox's retention "
+                            "index swapped for one over closed rows only; nothing on "
+                            "MariaDB/MySQL and SQLite) instead.")
         parser.add_argument("--autovacuum", action="store_true",
                             help="PostgreSQL: print migration 0006's DDL (an existing "
                             "outbox's autovacuum tuning as a queue table) instead.")
@@ -77,6 +81,13 @@ class Command(EventferryCommand):
             if options["inbox"]:
                 raise CommandError("--open-rows-index concerns the outbox; drop --inbox.")
             statements = dialect.open_rows_index_statements(forwards=not options["reverse"])
+        elif options["closed_rows_index"]:
+            if options["inbox"]:
+                raise CommandError("--closed-rows-index concerns the outbox; drop --inbox.")
+            statements = dialect.closed_rows_index_statements(forwards=not options["reverse"])
+            if not statements:
+                self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
+                                  "retention index stays unfiltered (docs/claim-plans.md).")
         elif options["autovacuum"]:
             if options["inbox"]:
                 raise CommandError("--autovacuum concerns the outbox; drop --inbox.")

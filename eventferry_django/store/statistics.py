@@ -1,0 +1,119 @@
+"""Planner statistics that no longer describe the outbox, refreshed by the relay.
+
+The claim's plan depends on what the planner believes about the open rows. PostgreSQL
+analyses a table after a number of changes counted in the statistics collector; crash
+recovery resets those counters, and claims that turn slow change few rows, so after a
+restart the statistics can stay those of a drained queue while a backlog waits (issue
+22: 6-13 s a claim). With statistics taken when no row was open, the planner believes
+the open-rows indexes empty and probes each candidate's aggregate through the claim
+index, reading every open row per candidate: draining 20,000 events behind 20,000 done
+rows read 5.6 million index entries in 7.3 s, against 0.6 s after an ANALYZE (numbers and
+commands: docs/claim-plans.md). An ANALYZE of a 1,000,000-row outbox takes about 0.2 s.
+
+:class:`StatisticsKeeper` is the policy the relay asks after each claim. It looks (one
+catalog read) only after a claim that handed out many rows or took long, and at most
+every ``check_every`` seconds; it refreshes when the planner believes fewer open rows
+than that one claim handed out, at most every ``min_interval`` seconds. Elsewhere than
+PostgreSQL it does nothing (see the dialects' ``refresh_statistics_sql``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from django.db import DatabaseError
+
+from .base import Dialect
+
+logger = logging.getLogger(__name__)
+
+
+class _Store(Protocol):
+    dialect: Dialect
+
+    @property
+    def connection(self) -> Any: ...
+
+
+class StatisticsKeeper:
+    """Refreshes the outbox's planner statistics when a claim shows them stale.
+
+    Call :meth:`maybe_refresh` after each claim, outside its transaction, with how many
+    rows it handed out and how long it took. ``min_rows``: a claim of fewer rows (and
+    faster than ``slow_claim`` seconds) is no evidence either way and costs nothing.
+    """
+
+    def __init__(
+        self,
+        store: _Store,
+        *,
+        min_rows: int = 100,
+        slow_claim: float = 1.0,
+        check_every: float = 10.0,
+        min_interval: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.min_rows = min_rows
+        self.slow_claim = slow_claim
+        self.check_every = check_every
+        self.min_interval = min_interval
+        self.clock = clock
+        self._checked_at: float | None = None
+        self._refreshed_at: float | None = None
+        #: How many times this keeper ran the refresh (for logs and tests).
+        self.refreshes = 0
+
+    @property
+    def enabled(self) -> bool:
+        dialect = self.store.dialect
+        return (dialect.refresh_statistics_sql() is not None
+                and dialect.believed_open_rows_sql() is not None)
+
+    def maybe_refresh(self, claimed: int, claim_seconds: float) -> bool:
+        """Refresh the statistics if this claim shows them stale; True when it did."""
+        if not self.enabled:
+            return False
+        if claimed < self.min_rows and claim_seconds < self.slow_claim:
+            return False
+        now = self.clock()
+        if self._checked_at is not None and now - self._checked_at < self.check_every:
+            return False
+        if self._refreshed_at is not None and now - self._refreshed_at < self.min_interval:
+            return False
+        self._checked_at = now
+        try:
+            believed = self.believed_open_rows()
+            if believed is not None and believed >= max(claimed, 1):
+                return False
+            self._refreshed_at = now
+            self.refresh()
+        except DatabaseError as exc:
+            logger.warning("could not refresh the outbox's statistics: %s", exc)
+            return False
+        self.refreshes += 1
+        logger.info("outbox statistics refreshed: the planner believed %s open rows, a "
+                    "claim handed out %d in %.3f s", "unknown" if believed is None
+                    else f"{believed:,.0f}", claimed, claim_seconds)
+        return True
+
+    def believed_open_rows(self) -> float | None:
+        """The planner's belief (None: it has none, the table was never analysed)."""
+        query = self.store.dialect.believed_open_rows_sql()
+        assert query is not None
+        sql, params = query
+        with self.store.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None or row[0] is None or float(row[0]) < 0:
+            return None
+        return float(row[0])
+
+    def refresh(self) -> None:
+        sql = self.store.dialect.refresh_statistics_sql()
+        assert sql is not None
+        with self.store.connection.cursor() as cursor:
+            cursor.execute(sql)
