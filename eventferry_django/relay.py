@@ -62,6 +62,7 @@ from .publishers.base import (
 from .retry import retry_delay
 from .sender import Sender
 from .store.outbox import ClaimedEvent, Failure, OutboxStore
+from .store.statistics import StatisticsKeeper
 from .waker import Waker
 
 logger = logging.getLogger(__name__)
@@ -205,6 +206,9 @@ class Relay:
         self._sender = Sender(f"eventferry-send-{config.relay_id}")
         self.leases = LeaseKeeper(self.store, config.claim_timeout,
                                   name=f"eventferry-lease-{config.relay_id}")
+        #: Refreshes the planner's statistics when a claim shows them stale (after a
+        #: database restart they can stay those of an empty queue while a backlog waits).
+        self.statistics = StatisticsKeeper(self.store)
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
@@ -258,8 +262,10 @@ class Relay:
             return []
         started = time.perf_counter()
         events = self.store.claim(limit, self.config.claim_timeout, heads=heads)
-        metrics.observe_claim(time.perf_counter() - started)
+        claimed_in = time.perf_counter() - started
+        metrics.observe_claim(claimed_in)
         self._adapt_limit(heads, _aggregates(events))
+        self.statistics.maybe_refresh(len(events), claimed_in)
         return events
 
     def _split(self, events: list[ClaimedEvent]) -> list[list[ClaimedEvent]]:
@@ -335,6 +341,7 @@ class Relay:
             if claimed:
                 self._launch([claimed], claimed_in=settled_in)
             self._found_nothing = not claimed
+            self.statistics.maybe_refresh(len(claimed), settled_in)
         result = PassResult(claimed=len(batch.events), published=len(delivered))
         result.dead = sum(1 for f in failures if f.dead)
         result.retried = len(failures) - result.dead
