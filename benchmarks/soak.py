@@ -293,7 +293,8 @@ def main() -> int:
     # once we are gone, should our own clean-up never run (kill -9).
     mark = new_mark()
     os.environ[MARK_VARIABLE] = mark
-    WATCHDOG.append(start_watchdog(mark, [] if args.keep else [database.base, broker.base]))
+    WATCHDOG.append(start_watchdog(mark, [] if args.keep else [database.base, broker.base],
+                                   base))
     failed = True  # until the verdict says otherwise: an error keeps the logs
     try:
         with database, broker:

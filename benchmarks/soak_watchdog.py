@@ -8,12 +8,13 @@ SIGINT, SIGTERM or SIGHUP. Two things cover the exits where its own code never r
 - the watchdog, this module, in a session of its own (a ``kill`` of the soak's process
   group does not reach it)::
 
-      python -m benchmarks.soak_watchdog --mark MARK [--remove DIR ...] < PIPE
+      python -m benchmarks.soak_watchdog --mark MARK [--remove DIR ...] [--files DIR] < PIPE
 
   The soak holds the only write end of PIPE, so the watchdog reads end-of-file when the
   soak is gone, however it went. It then ends every process whose environment holds
   ``EVENTFERRY_SOAK_MARK=MARK`` (SIGTERM, then SIGKILL after :data:`GRACE` seconds) and
-  removes the ``--remove`` directories (the private servers' data). The soak sets the
+  removes the ``--remove`` directories (the private servers' data); ``--files``, the
+  soak's records and logs, stays for the post-mortem and is named. The soak sets the
   mark before it starts anything, so every child and grandchild inherits it: the private
   servers in their sessions of their own (runuser, postgres and its backends,
   rabbitmq-server, beam.smp, erl_child_setup), rabbitmqctl calls, relays, writers.
@@ -68,14 +69,14 @@ def die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-def start(mark: str, remove: list[Path]) -> int:
+def start(mark: str, remove: list[Path], files: Path) -> int:
     """Start the watchdog for the processes carrying ``mark``; returns the pipe's write
     end, which the caller keeps open (and never hands to a child) until it exits."""
     read_end, write_end = os.pipe()  # neither end is inherited unless passed
     env = {k: v for k, v in os.environ.items() if k != MARK_VARIABLE}
     subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.soak_watchdog", "--mark", mark,
-         *(arg for path in remove for arg in ("--remove", str(path)))],
+        [sys.executable, "-m", "benchmarks.soak_watchdog", "--mark", mark, "--files",
+         str(files), *(arg for path in remove for arg in ("--remove", str(path)))],
         stdin=read_end, stdout=subprocess.DEVNULL, cwd=ROOT, env=env,
         start_new_session=True)
     os.close(read_end)
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--mark", required=True)
     parser.add_argument("--remove", type=Path, action="append", default=[],
                         help="a directory to remove once the processes are ended")
+    parser.add_argument("--files", type=Path, help="the soak's records and logs, kept")
     args = parser.parse_args()
     for signum in (signal.SIGINT, signal.SIGHUP):  # only the soak's end ends us
         signal.signal(signum, signal.SIG_IGN)
@@ -139,8 +141,9 @@ def main() -> None:
         shutil.rmtree(path, ignore_errors=True)
     if ended:
         names = ", ".join(sorted(set(ended.values())))
+        kept = f"; records and logs kept in {args.files}" if args.files else ""
         print(f"soak watchdog: the soak is gone; ended the {len(ended)} processes it left "
-              f"({names})", file=sys.stderr)
+              f"({names}){kept}", file=sys.stderr)
 
 
 if __name__ == "__main__":
