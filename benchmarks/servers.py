@@ -69,6 +69,8 @@ class PrivateServer:
 
     def __init__(self, base: Path) -> None:
         self.base = base
+        #: Keep ``base`` (data and log) once the server is stopped.
+        self.keep = False
         self.port = free_port()
         self.log = base / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -88,7 +90,8 @@ class PrivateServer:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.stop(crash=True)
-        shutil.rmtree(self.base, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.base, ignore_errors=True)
 
     def initialise(self) -> None:
         """Create the data directory (once, before the first start)."""

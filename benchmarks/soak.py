@@ -15,8 +15,15 @@ on ports of its own), so restarting them disturbs nobody. Then, at once:
   20 times, 3 RabbitMQ restarts, 1 database crash and restart (``--faults`` scales
   these counts, rounding up).
 When the writers are done and the outbox is drained, the table compares what was
-written, what the outbox holds and what arrived (:mod:`benchmarks.soak_report`); the exit
-status is 1 when a must-be-0 row is not 0.
+written, what the outbox holds and what arrived (:mod:`benchmarks.soak_report`): a row
+with a bound says ``ok`` or ``FAILED``, and the last line is ``FAILED: lost=3, dead=2``
+(each failed row, and any relay or writer that exited on its own) or ``passed: ...``; the
+exit status is 1 on failure.
+
+The first line printed is the seed, and the command that runs the soak again with it.
+Every process the soak starts ends with it, whatever ends the soak: its own clean-up on a
+return, an error, SIGINT, SIGTERM or SIGHUP (exit status 128 + the signal), and for a
+``kill -9`` a parent-death signal and a watchdog (:mod:`benchmarks.soak_watchdog`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import math
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -34,6 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,8 +57,16 @@ from benchmarks.soak_report import (  # noqa: E402
     judge,
     read_deliveries,
     read_written,
+    row,
+    summary,
     table,
 )
+from benchmarks.soak_watchdog import (  # noqa: E402
+    MARK_VARIABLE,
+    die_with_parent,
+    new_mark,
+)
+from benchmarks.soak_watchdog import start as start_watchdog  # noqa: E402
 
 EXCHANGE = "eventferry_soak"
 QUEUE = "eventferry_soak"
@@ -93,7 +110,8 @@ class Relays:
                 [sys.executable, "-m", "django", "outbox_relay", "--poll-interval", "0.5",
                  "--batch-size", str(self.batch_size),
                  "--batches-in-flight", str(BATCHES_IN_FLIGHT)],
-                env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent())
         CHILDREN.append(process)
         return process
 
@@ -254,11 +272,14 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="stop the writers after this long, short of --events if need "
                         "be (the table shows what was published)")
-    parser.add_argument("--keep", action="store_true", help="keep logs and records")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep logs, records and the (stopped) servers' directories")
     args = parser.parse_args()
-    # SIGTERM (a timeout, CI) unwinds like an error: children ended, servers stopped.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    print(f"soak seed {seed}; the same run again (same writers' streams and fault "
+          f"schedule):\n  {rerun_command(seed)}", flush=True)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop_on_signal)
     rng = random.Random(seed)
     base = Path(tempfile.mkdtemp(prefix="ef-soak-"))
     base.chmod(0o755)  # the private PostgreSQL runs as postgres when we are root
@@ -267,32 +288,72 @@ def main() -> int:
     database: PrivateServer = (PrivatePostgres if args.db == "postgres" else PrivateMariaDB)(
         base / "database")
     broker = PrivateRabbitMQ(base / "rabbitmq")
-    with database, broker:
-        create_database(args.db, database.port)
-        env = soak_env(args.db, database.port, broker.url, args.batch_size)
-        os.environ.update(env)
-        import django
+    database.keep = broker.keep = args.keep
+    # Whatever we start from here on carries the mark, and the watchdog ends it all
+    # once we are gone, should our own clean-up never run (kill -9).
+    mark = new_mark()
+    os.environ[MARK_VARIABLE] = mark
+    WATCHDOG.append(start_watchdog(mark, [] if args.keep else [database.base, broker.base],
+                                   base))
+    failed = True  # until the verdict says otherwise: an error keeps the logs
+    try:
+        with database, broker:
+            print(f"servers: {database.name} on 127.0.0.1:{database.port}, RabbitMQ on "
+                  f"127.0.0.1:{broker.port}; files in {base}", flush=True)
+            create_database(args.db, database.port)
+            env = soak_env(args.db, database.port, broker.url, args.batch_size)
+            os.environ.update(env)
+            import django
 
-        django.setup()
-        from django.core.management import call_command
-        from django.db import connection
+            django.setup()
+            from django.core.management import call_command
+            from django.db import connection
 
-        from benchmarks.benchapp.models import SoakAccount
+            from benchmarks.benchapp.models import SoakAccount
 
-        call_command("migrate", verbosity=0, run_syncdb=True)
-        SoakAccount.objects.bulk_create([SoakAccount(pk=n) for n in range(1, args.aggregates + 1)])
-        connection.close()
-        declare_queue(broker.url)
-        code, failed = run(args, rng, seed, env, base, logs, database, broker)
-    if not failed and not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        print(f"records and logs kept in {base}")
-    return code
+            call_command("migrate", verbosity=0, run_syncdb=True)
+            SoakAccount.objects.bulk_create(
+                [SoakAccount(pk=n) for n in range(1, args.aggregates + 1)])
+            connection.close()
+            declare_queue(broker.url)
+            failed, verdict = run(args, rng, seed, env, base, logs, database, broker)
+    finally:
+        if failed or args.keep:
+            print(f"records and logs kept in {base}", flush=True)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print(verdict)  # the last line: FAILED: naming each failed row, or passed:
+    return 1 if failed else 0
 
 
 #: Every process the soak started, ended on the way out whatever happens.
 CHILDREN: list[subprocess.Popen[bytes]] = []
+#: The write end of the watchdog's pipe, open as long as this process lives.
+WATCHDOG: list[int] = []
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def stop_on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGINT, SIGTERM (a caller's timeout) or SIGHUP unwind like an error: children
+    ended, servers stopped, exit status 128 + the signal. Once: a second signal must not
+    cut the clean-up short (``kill -9`` does, and the watchdog finishes it)."""
+    for other in STOP_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    print(f"soak: {signal.Signals(signum).name}; stopping its processes and servers",
+          file=sys.stderr, flush=True)
+    raise SystemExit(128 + signum)
+
+
+def rerun_command(seed: int) -> str:
+    """This command line, with ``--seed`` set to ``seed``."""
+    argv: list[str] = []
+    rest = iter(sys.argv[1:])
+    for arg in rest:
+        if arg == "--seed":
+            next(rest, None)
+        elif not arg.startswith("--seed="):
+            argv.append(arg)
+    return shlex.join([sys.executable, sys.argv[0], *argv, "--seed", str(seed)])
 
 
 def end_children() -> None:
@@ -304,7 +365,7 @@ def end_children() -> None:
 
 def run(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str, str],
         base: Path, logs: Path, database: PrivateServer, broker: PrivateRabbitMQ
-        ) -> tuple[int, bool]:
+        ) -> tuple[bool, str]:
     try:
         return soak(args, rng, seed, env, base, logs, database, broker)
     finally:
@@ -313,7 +374,9 @@ def run(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str, 
 
 def soak(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str, str],
          base: Path, logs: Path, database: PrivateServer, broker: PrivateRabbitMQ
-         ) -> tuple[int, bool]:
+         ) -> tuple[bool, str]:
+    """Run the soak on servers ready for it; returns whether it failed, and the line
+    that says so (:func:`benchmarks.soak_report.summary`)."""
     from django.db import connection
 
     deliveries = base / "deliveries.txt"
@@ -321,7 +384,7 @@ def soak(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str,
         [sys.executable, "-m", "benchmarks.soak_consumer", "--url", broker.url, "--queue",
          QUEUE, "--out", str(deliveries)],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=(logs / "consumer.log").open("ab"))
+        stderr=(logs / "consumer.log").open("ab"), preexec_fn=die_with_parent())
     CHILDREN.append(consumer)
     relays = Relays(args.relays, env, logs, args.batch_size)
     relays.start()
@@ -335,9 +398,12 @@ def soak(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str,
              "--max-per-transaction", str(args.max_per_transaction),
              "--seed", str(seed + n), "--out", str(outputs[n])],
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-            stderr=(logs / f"writer-{n}.log").open("ab"))
+            stderr=(logs / f"writer-{n}.log").open("ab"), preexec_fn=die_with_parent())
         for n in range(args.writers)]
     CHILDREN.extend(writers)
+    print(f"running: consumer pid {consumer.pid}, relay pids "
+          f"{' '.join(str(r.pid) for r in relays.processes)}, writer pids "
+          f"{' '.join(str(w.pid) for w in writers)}", flush=True)
     faults = schedule(rng, args.faults)
     done: list[str] = []
     written = Progress(outputs)
@@ -395,44 +461,42 @@ def soak(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str,
     kills = sum(1 for f in done if f.startswith("kill"))
     restarts = len(done) - kills
     bound = args.batch_size * BATCHES_IN_FLIGHT * (kills + args.relays * restarts)
+    lost, phantoms, duplicates, disorder, dead = checks = verdict.checks(bound)
     must0 = "0"
     rows = [
-        ("published (publish_event calls)", f"{verdict.published:,}", ""),
-        ("rolled back on purpose (1 transaction in 250)", f"{verdict.rolled_back:,}", ""),
-        ("committed (outbox rows)", f"{verdict.committed:,}", ""),
-        ("delivered (distinct message ids)", f"{verdict.delivered:,}", ""),
-        ("lost", f"{verdict.lost:,}", must0),
-        ("phantoms from rolled-back transactions", f"{verdict.phantoms:,}", must0),
-        ("duplicates from the relays", f"{verdict.duplicates:,}",
-         f"<= {bound:,} (batch {args.batch_size} x {BATCHES_IN_FLIGHT} in flight x "
-         f"({kills} kills + {args.relays} relays x {restarts} restarts))"),
-        ("redeliveries by the broker (consumer acks lost)",
-         f"{verdict.redelivered_by_broker:,}", ""),
-        ("order violations, first deliveries per aggregate", f"{verdict.order_violations:,}",
-         must0),
-        ("dead", f"{verdict.dead:,}", must0),
-        ("faults", f"{kills} relay kill -9, "
-         f"{sum(1 for f in done if f.startswith('RabbitMQ'))} RabbitMQ restarts, "
-         f"{sum(1 for f in done if 'crash' in f)} {database.name} crash+restarts", ""),
-        ("throughput, first commit to last delivery", f"{verdict.throughput:,.0f} events/s", ""),
-        ("commit-to-delivery latency p50", f"{verdict.percentile(0.5):,.0f} ms", ""),
-        ("commit-to-delivery latency p99", f"{verdict.percentile(0.99):,.0f} ms", ""),
-        ("relays' peak RSS (largest of all relay processes)", f"{relays.peak_mb:,.0f} MB", ""),
-        ("wall time (writing / total)", f"{writing:,.0f} s / {wall:,.0f} s", ""),
+        row("published (publish_event calls)", f"{verdict.published:,}"),
+        row("rolled back on purpose (1 transaction in 250)", f"{verdict.rolled_back:,}"),
+        row("committed (outbox rows)", f"{verdict.committed:,}"),
+        row("delivered (distinct message ids)", f"{verdict.delivered:,}"),
+        row("lost", f"{lost.value:,}", must0, lost),
+        row("phantoms from rolled-back transactions", f"{phantoms.value:,}", must0, phantoms),
+        row("duplicates from the relays", f"{duplicates.value:,}",
+            f"<= {bound:,} (batch {args.batch_size} x {BATCHES_IN_FLIGHT} in flight x "
+            f"({kills} kills + {args.relays} relays x {restarts} restarts))", duplicates),
+        row("redeliveries by the broker (consumer acks lost)",
+            f"{verdict.redelivered_by_broker:,}"),
+        row("order violations, first deliveries per aggregate", f"{disorder.value:,}", must0,
+            disorder),
+        row("dead", f"{dead.value:,}", must0, dead),
+        row("faults", f"{kills} relay kill -9, "
+            f"{sum(1 for f in done if f.startswith('RabbitMQ'))} RabbitMQ restarts, "
+            f"{sum(1 for f in done if 'crash' in f)} {database.name} crash+restarts"),
+        row("throughput, first commit to last delivery", f"{verdict.throughput:,.0f} events/s"),
+        row("commit-to-delivery latency p50", f"{verdict.percentile(0.5):,.0f} ms"),
+        row("commit-to-delivery latency p99", f"{verdict.percentile(0.99):,.0f} ms"),
+        row("relays' peak RSS (largest of all relay processes)", f"{relays.peak_mb:,.0f} MB"),
+        row("wall time (writing / total)", f"{writing:,.0f} s / {wall:,.0f} s"),
     ]
-    failures = verdict.failures
-    if failures:  # the rows as the outbox ends, for the post-mortem
+    if any(check.failed for check in checks):  # the rows as the outbox ends, for the post-mortem
         from eventferry_django.models import OutboxEvent
 
         with (base / "outbox.txt").open("w") as out:
-            for row in OutboxEvent.objects.order_by("id").values_list(
+            for values in OutboxEvent.objects.order_by("id").values_list(
                     "id", "message_id", "aggregate_id", "status", "attempts", "created_at",
                     "claimed_at", "processed_at").iterator(chunk_size=20_000):
-                out.write(" ".join(str(v).replace(" ", "T") for v in row) + "\n")
-    if verdict.duplicates > bound:
-        failures.append(f"duplicates {verdict.duplicates:,} over the bound {bound:,}")
-    failures += relays.unexpected_exits
-    failures += [f"writer {n} exited with {c}" for n, c in enumerate(writer_codes) if c]
+                out.write(" ".join(str(v).replace(" ", "T") for v in values) + "\n")
+    others = relays.unexpected_exits + [f"writer {n} exited with {c}"
+                                        for n, c in enumerate(writer_codes) if c]
     print(f"soak on {database.name} + RabbitMQ (private servers), {args.events:,} events, "
           f"{args.writers} writers, {args.relays} relays, {args.aggregates:,} aggregates, "
           f"batch {args.batch_size}, lease {CLAIM_TIMEOUT} s, seed {seed}, "
@@ -440,10 +504,7 @@ def soak(args: argparse.Namespace, rng: random.Random, seed: int, env: dict[str,
     print(table(rows))
     for fault in done:
         print(f"  fault: {fault}")
-    for failure in failures:
-        print(f"FAILED: {failure}")
-    return (1 if failures else 0), bool(failures)
-
+    return any(check.failed for check in checks) or bool(others), summary(checks, others)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -63,6 +63,23 @@ def read_deliveries(path: Path) -> list[Delivery]:
     return deliveries
 
 
+@dataclass(frozen=True)
+class Check:
+    """A figure with a bound: it passes when ``value <= limit`` (0 for a must-be-0 row)."""
+
+    name: str
+    value: int
+    limit: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.value > self.limit
+
+    def __str__(self) -> str:
+        bound = f" (bound {self.limit:,})" if self.limit else ""
+        return f"{self.name}={self.value:,}{bound}"
+
+
 @dataclass
 class Verdict:
     published: int
@@ -79,12 +96,11 @@ class Verdict:
     first_commit: float
     last_delivery: float
 
-    @property
-    def failures(self) -> list[str]:
-        """The must-be-0 rows that are not 0."""
-        rows = {"lost": self.lost, "phantoms": self.phantoms,
-                "order violations": self.order_violations, "dead": self.dead}
-        return [f"{name}: {value:,}" for name, value in rows.items() if value]
+    def checks(self, duplicates_bound: int) -> list[Check]:
+        """The rows with a bound: each must-be-0 row, and the duplicates."""
+        return [Check("lost", self.lost), Check("phantoms", self.phantoms),
+                Check("duplicates", self.duplicates, duplicates_bound),
+                Check("order violations", self.order_violations), Check("dead", self.dead)]
 
     def percentile(self, fraction: float) -> float:
         if not self.latencies_ms:
@@ -151,12 +167,30 @@ def judge(written: Written, outbox: dict[str, int], dead_status: int,
     )
 
 
-def table(rows: list[tuple[str, str, str]],
-          header: tuple[str, str, str] = ("figure", "value", "must be")) -> str:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+Row = tuple[str, str, str, str]
+HEADER: Row = ("figure", "value", "must be", "verdict")
+
+
+def row(figure: str, value: str, must_be: str = "", check: Check | None = None) -> Row:
+    """A table row; a row with a ``check`` says ``ok`` or ``FAILED`` in its last column."""
+    verdict = "" if check is None else "FAILED" if check.failed else "ok"
+    return figure, value, must_be, verdict
+
+
+def summary(checks: list[Check], other_failures: list[str]) -> str:
+    """The last line: ``FAILED:`` naming each failed check and other failure, or
+    ``passed:``."""
+    failed = [str(check) for check in checks if check.failed] + other_failures
+    if failed:
+        return "FAILED: " + ", ".join(failed)
+    return "passed: " + ", ".join(str(check) for check in checks)
+
+
+def table(rows: list[Row], header: Row = HEADER) -> str:
+    widths = [max(len(cells[i]) for cells in [header, *rows]) for i in range(len(header))]
     lines = []
-    for row in [header, tuple("-" * w for w in widths), *rows]:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+    for cells in [header, tuple("-" * w for w in widths), *rows]:
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
                      + " |")
     return "\n".join(lines)
 
