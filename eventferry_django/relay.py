@@ -59,6 +59,7 @@ from .publishers.base import (
     Publisher,
     PublishResult,
 )
+from .recent_settlements import RecentSettlements, Settlement
 from .retry import retry_delay
 from .sender import Sender
 from .store.outbox import ClaimedEvent, Failure, OutboxStore
@@ -209,6 +210,9 @@ class Relay:
         #: Refreshes the planner's statistics when a claim shows them stale (after a
         #: database restart they can stay those of an empty queue while a backlog waits).
         self.statistics = StatisticsKeeper(self.store)
+        #: Settled lately, settled again after a database outage (which may have lost
+        #: the commits: see :mod:`.recent_settlements`).
+        self._recent = RecentSettlements()
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
@@ -239,6 +243,7 @@ class Relay:
         one and send it. With nothing in flight, claim afresh, split the claim across the
         batches in flight and send them all first. Raises on a database or broker outage
         (after handing back what the database allows)."""
+        self._repeat_recent_settlements()
         self._settle_leftovers()
         if not self._in_flight:
             found_nothing, self._found_nothing = self._found_nothing, False
@@ -329,6 +334,7 @@ class Relay:
             self._leftovers = (delivered, failures)
             raise
         settled_in = time.perf_counter() - started
+        self._recent.record(Settlement(delivered, failures))
         self.leases.let_go(batch.events)
         metrics.observe_settle(settled_in)
         metrics.count_outcomes((e.message.topic for e in delivered),
@@ -347,8 +353,9 @@ class Relay:
         result.retried = len(failures) - result.dead
         result.fenced = len(batch.events) - settled
         if result.fenced:
-            logger.warning("[%s] %d event(s) were taken back by another relay before this "
-                           "one settled them; their outcome here was discarded",
+            logger.warning("[%s] %d event(s) were taken back by another relay (or their "
+                           "claim was lost in a database crash) before this one settled "
+                           "them; their outcome here was discarded",
                            self.config.relay_id, result.fenced)
         return result
 
@@ -375,6 +382,15 @@ class Relay:
         self._in_flight.popleft()
         return batch, results
 
+    def _repeat_recent_settlements(self) -> None:
+        """After a database outage, settle again what was settled just before it: a
+        commit the outage lost would leave rows claimed with nobody renewing them. Rows
+        settled for good (or taken by another relay since) match nothing."""
+        for settlement in self._recent.to_repeat:
+            self.store.settle(settlement.delivered, settlement.failures)
+            self.store.release(settlement.released)
+        self._recent.repeated()
+
     def _settle_leftovers(self) -> None:
         """Settle a batch whose settlement failed last pass. Rows whose lease has run out
         meanwhile are fenced off and left to whoever holds them now."""
@@ -383,6 +399,7 @@ class Relay:
         delivered, failures = self._leftovers
         self.store.settle(delivered, failures)
         self._leftovers = None
+        self._recent.record(Settlement(delivered, failures))
         self.leases.let_go([*delivered, *(f.event for f in failures)])
         dead = sum(1 for f in failures if f.dead)
         self.stats.published += len(delivered)
@@ -461,6 +478,7 @@ class Relay:
             # bring them back then), so nothing renews its rows any longer.
             try:
                 self.store.release(batch.publishing)
+                self._recent.record(Settlement(released=batch.publishing))
             finally:
                 self.leases.let_go(batch.events)
             self.stats.released += len(batch.publishing)
@@ -585,6 +603,7 @@ class Relay:
                 # raises SQLSTATE 40001 and generic HY000 errors as its base Error, which
                 # Django wraps as neither.
                 except Error as exc:
+                    self._recent.outage()
                     self._on_error("database", exc, error_sleep)
                     connections[self.store.alias].close()
                     error_sleep = min(error_sleep * 2, MAX_ERROR_BACKOFF)
