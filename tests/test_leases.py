@@ -20,8 +20,8 @@ from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from eventferry_django import NewEvent, publish_events
-from eventferry_django.leases import RENEWALS_PER_LEASE, LeaseKeeper
 from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.relay.leases import RENEWALS_PER_LEASE, LeaseKeeper
 from eventferry_django.store.outbox import OutboxStore
 
 from .engine_gaps import babelfish_gap

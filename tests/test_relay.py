@@ -25,6 +25,7 @@ from eventferry_django.publishers.base import (
 )
 from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
+from eventferry_django.relay.planner import ClaimPlanner
 from eventferry_django.store import dialect_for
 
 from .engine_gaps import babelfish_gap
@@ -256,35 +257,45 @@ def test_stop_finishes_the_batch_in_hand() -> None:
     assert connection.vendor  # the database is still usable afterwards
 
 
-def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitless(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from eventferry_django import relay as relay_module
-
+def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitless() -> None:
     now = [1000.0]
-    monkeypatch.setattr(relay_module.time, "monotonic", lambda: now[0])
-    r = relay(batch_size=500)
-    r._adapt_limit(500, 100)  # a short claim: ask for what it found
-    assert r._limit == 100
+    planner = ClaimPlanner(batch_size=500, max_chain=1, lease_timeout=60,
+                           clock=lambda: now[0])
+
+    def claim(found: int, *, wakeups: int = 0) -> None:
+        request = planner.next_claim()
+        assert request is not None
+        planner.found(request, found, wakeups=wakeups)
+
+    claim(100)  # a short claim: ask for what it found
+    assert planner.limit == 100
     intervals = []
     for _ in range(5):
         now[0] += 60
-        r._adapt_limit(100, 100)  # due: the next claim asks for the full batch
-        assert r._limit == 500
-        r._adapt_limit(500, 100)  # ... and finds nothing more
-        assert r._limit == 100
-        intervals.append(r._refresh_at - now[0])
+        claim(100)  # due: the next claim asks for the full batch
+        assert planner.limit == 500
+        claim(100)  # ... and finds nothing more
+        assert planner.limit == 100
+        intervals.append(planner.refresh_at - now[0])
     assert intervals == [2.0, 4.0, 8.0, 8.0, 8.0]
     now[0] += 60
-    r._adapt_limit(100, 100)
-    r._adapt_limit(500, 300)  # a refresh that finds more: back to the shortest wait
-    assert (r._limit, r._refresh_at - now[0]) == (300, 1.0)
-    r.waker.wake()  # new commits also bring the next refresh within the shortest wait
-    r._refresh_interval = 8.0
-    r._adapt_limit(300, 300)
-    assert r._refresh_interval == 1.0
-    r._adapt_limit(300, 0)  # nothing found: ask for the full batch next time
-    assert r._limit == 500
+    claim(100)
+    claim(300)  # a refresh that finds more: back to the shortest wait
+    assert (planner.limit, planner.refresh_at - now[0]) == (300, 1.0)
+    planner.refresh_interval = 8.0
+    claim(300, wakeups=1)  # new commits also bring the next refresh within the shortest wait
+    assert planner.refresh_interval == 1.0
+    claim(0, wakeups=1)  # nothing found: ask for the full batch next time
+    assert planner.limit == 500
+
+
+def test_the_planner_asks_for_no_more_than_max_events_leaves() -> None:
+    planner = ClaimPlanner(batch_size=100, max_chain=10, lease_timeout=30, max_events=250)
+    request = planner.next_claim(claimed=200, in_flight=20)
+    assert request is not None
+    assert (request.rows, request.heads, request.max_chain, request.lease_timeout) == (
+        30, 30, 10, 30)
+    assert planner.next_claim(claimed=230, in_flight=20) is None
 
 
 @babelfish_gap("slow-start-up", "the first claim on the connection takes seconds there, so the 0.5 s interrupt lands inside it, before any batch is out")

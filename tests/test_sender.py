@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from eventferry_django.sender import Sender
+from eventferry_django.relay.sender import Sender
 
 
 def test_calls_run_in_order_on_one_other_thread() -> None:

@@ -191,7 +191,7 @@ def test_relay_statements_run_prepared_with_a_generic_plan_and_leave_the_app_alo
     store = OutboxStore()
     claimed = store.claim(3, 60)
     for _ in range(3):
-        _, claimed = store.settle(claimed, [], claim_next=3)
+        _, claimed = store.settle(claimed, [], claim=store.request(3, 60))
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans, custom_plans "
                        "FROM pg_prepared_statements")

@@ -21,7 +21,7 @@ from eventferry_django.naming import TableName
 from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store import dialect_for
-from eventferry_django.store.outbox import ClaimedEvent, OutboxStore
+from eventferry_django.store.outbox import ClaimedEvent, ClaimRequest, OutboxStore
 
 from .test_relay_rabbitmq import lock_poll_interval, lock_waiter, wait_until
 
@@ -193,13 +193,12 @@ class FirstClaimFails(OutboxStore):
 
     failed = False
 
-    def claim(self, limit: int, lease_timeout: float, *, heads: int | None = None
-              ) -> list[ClaimedEvent]:
+    def take(self, request: ClaimRequest) -> list[ClaimedEvent]:
         if not self.failed:
             self.failed = True
             raise Error("HY000", "[HY000] [Microsoft][ODBC Driver 18 for SQL Server]"
                                  "General error (0) (SQLExecDirectW)")
-        return super().claim(limit, lease_timeout, heads=heads)
+        return super().take(request)
 
 
 @pytest.mark.django_db(transaction=True)

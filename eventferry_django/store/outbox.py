@@ -14,7 +14,7 @@ from ..conf import get_settings
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
-from .base import MAX_BATCH
+from .base import MAX_BATCH, Dialect
 from .bound import BoundStore
 from .closed_rows import ClosedRowSelection, SelectionStats
 
@@ -29,6 +29,32 @@ class ClaimedEvent:
     @property
     def id(self) -> int:
         return self.message.id
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
+    aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
+    it, leased for ``lease_timeout`` seconds. Asking for no more heads than exist keeps
+    the scan for them short (see the relay's :class:`~.relay.planner.ClaimPlanner`)."""
+
+    rows: int
+    lease_timeout: float
+    heads: int | None = None
+    max_chain: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rows <= MAX_BATCH:
+            raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {self.rows!r}.")
+
+    @property
+    def lease_timeout_ms(self) -> int:
+        return round(self.lease_timeout * 1000)
+
+    def run(self, dialect: Dialect, cursor: Any) -> list[tuple[Any, ...]]:
+        """The claim's rows, in :data:`~.base.CLAIM_COLUMNS` order."""
+        return dialect.claim(cursor, self.rows, self.lease_timeout_ms, self.max_chain,
+                             self.heads)
 
 
 @dataclass(frozen=True)
@@ -67,17 +93,20 @@ class OutboxStore(BoundStore):
     # -- claim -------------------------------------------------------------------------
     def claim(self, limit: int, lease_timeout: float, *, heads: int | None = None
               ) -> list[ClaimedEvent]:
-        """Take up to ``limit`` (1..10,000) claimable rows; see the contract for which.
-        ``heads`` (default ``limit``) caps the aggregates: finding a head means scanning
-        the open rows for one, so asking for no more than exist keeps that scan short.
+        """Take up to ``limit`` (1..10,000) claimable rows, chained up to this store's
+        ``max_chain``; see :class:`ClaimRequest` and the contract for which."""
+        return self.take(self.request(limit, lease_timeout, heads=heads))
 
-        Meant for autocommit: where the vendor's claim is one statement (or, on SQL
-        Server, one batch with its own transaction) no extra BEGIN/COMMIT is paid.
-        """
-        _check_limit(limit)
-        timeout_ms = round(lease_timeout * 1000)
-        rows = self._run(lambda cursor: self.dialect.claim(cursor, limit, timeout_ms,
-                                                           self.max_chain, heads),
+    def request(self, limit: int, lease_timeout: float, *, heads: int | None = None
+                ) -> ClaimRequest:
+        """A claim of ``limit`` rows with this store's ``max_chain``."""
+        return ClaimRequest(limit, lease_timeout, heads=heads, max_chain=self.max_chain)
+
+    def take(self, request: ClaimRequest) -> list[ClaimedEvent]:
+        """Run ``request``. Meant for autocommit: where the vendor's claim is one
+        statement (or, on SQL Server, one batch with its own transaction) no extra
+        BEGIN/COMMIT is paid."""
+        rows = self._run(lambda cursor: request.run(self.dialect, cursor),
                          atomic=self.dialect.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
@@ -151,31 +180,23 @@ class OutboxStore(BoundStore):
         delivered: Sequence[ClaimedEvent],
         failures: Sequence[Failure],
         *,
-        claim_next: int = 0,
-        claim_heads: int | None = None,
-        lease_timeout: float = 60.0,
+        claim: ClaimRequest | None = None,
     ) -> tuple[int, list[ClaimedEvent]]:
-        """Ack ``delivered``, record ``failures`` and, with ``claim_next``, claim the next
-        batch (of at most ``claim_heads`` aggregates, see :meth:`claim`): one transaction
-        and one commit where the vendor's claim can join it.
+        """Ack ``delivered``, record ``failures`` and, with ``claim``, claim the next batch:
+        one transaction and one commit where the vendor's claim can join it.
 
         Returns how many settled rows were still ours, and the new claim.
         """
-        if claim_next:
-            _check_limit(claim_next)
-        if claim_next and not self.dialect.claim_joins_transaction:
+        if claim is not None and not self.dialect.claim_joins_transaction:
             settled = self.ack(delivered) + self.record_failures(failures)
-            return settled, self.claim(claim_next, lease_timeout, heads=claim_heads)
+            return settled, self.take(claim)
         groups = _by_lease(delivered)
 
         def run(cursor: Any) -> tuple[int, list[tuple[Any, ...]]]:
             settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
-            if not claim_next:
-                return settled, []
-            return settled, self.dialect.claim(cursor, claim_next, round(lease_timeout * 1000),
-                                               self.max_chain, claim_heads)
+            return settled, [] if claim is None else claim.run(self.dialect, cursor)
 
-        statements = len(groups) + len(failures) + (1 if claim_next else 0)
+        statements = len(groups) + len(failures) + (1 if claim is not None else 0)
         if statements == 0:
             return 0, []
         settled, rows = self._run(run, atomic=statements > 1)
@@ -234,11 +255,6 @@ class OutboxStore(BoundStore):
                              atomic=False)
 
         return sum(purge(rows[start:start + step]) for start in range(0, len(rows), step))
-
-
-def _check_limit(limit: int) -> None:
-    if not 1 <= limit <= MAX_BATCH:
-        raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {limit!r}.")
 
 
 def _group(failures: Sequence[Failure]) -> dict[Any, list[Failure]]:

@@ -10,7 +10,8 @@ from django.core.management.base import CommandError, CommandParser
 from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT
 from ...exceptions import ConfigurationError
 from ...metrics import METRICS_ADDR, start_metrics_server
-from ...relay import PROGRESS_INTERVAL, Relay, RelayConfig, default_relay_id
+from ...relay import Relay, RelayConfig, default_relay_id
+from ...relay.config import PROGRESS_INTERVAL
 from ...store.outbox import OutboxStore
 from ._arguments import (
     add_database_argument,

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from django.db import Error, connections
 
-from .store.outbox import ClaimedEvent, OutboxStore
+from ..store.outbox import ClaimedEvent, OutboxStore
 
 logger = logging.getLogger(__name__)
 

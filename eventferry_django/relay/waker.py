@@ -14,9 +14,11 @@ from typing import Any
 
 from django.db import connections
 
-from .signals import events_committed
+from ..signals import events_committed
 
-logger = logging.getLogger(__name__)
+# The name documented for logging configuration (docs/operating.md), kept when the module
+# moved into the relay package.
+logger = logging.getLogger("eventferry_django.waker")
 
 
 class Waker:

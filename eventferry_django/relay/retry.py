@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from .conf import Backoff
+from ..conf import Backoff
 
 
 def retry_delay(attempts: int, backoff: Backoff, rng: random.Random | None = None) -> float:

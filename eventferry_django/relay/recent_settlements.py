@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .store.outbox import ClaimedEvent, Failure
+from ..store.outbox import ClaimedEvent, Failure
 
 #: Settlements younger than this are kept: a crash loses commits of well under a second
 #: (three WAL writer rounds on PostgreSQL), and the relay may notice it a little later.

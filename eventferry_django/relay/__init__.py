@@ -1,0 +1,21 @@
+"""The relay: claims rows from the outbox, publishes them, settles them.
+
+- :mod:`.loop`: :class:`Relay`, the loop (claim, send, settle, sleep);
+- :mod:`.planner`: how much each claim asks for, and how a claim becomes batches;
+- :mod:`.flight`: the batches handed to the publishing thread (:mod:`.sender`);
+- :mod:`.settlement`: acks, retries (:mod:`.retry`), burials, hand-backs, their counts;
+- :mod:`.leases`: lease renewal while the relay holds rows;
+- :mod:`.recent_settlements`: what to settle again after a database outage;
+- :mod:`.waker`: PostgreSQL's NOTIFY, so an idle relay wakes when events commit;
+- :mod:`.reporting`: the relay's logs and its totals;
+- :mod:`.config`: :class:`RelayConfig` and the publisher from the settings.
+"""
+
+from __future__ import annotations
+
+from .config import RelayConfig, build_publisher, default_relay_id
+from .loop import Relay
+from .reporting import PassResult, RelayStats, logger
+
+__all__ = ["PassResult", "Relay", "RelayConfig", "RelayStats", "build_publisher",
+           "default_relay_id", "logger"]

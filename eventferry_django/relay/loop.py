@@ -1,0 +1,273 @@
+"""The relay: claim a batch, publish it, settle it; sleep only when there is nothing to do.
+
+One pass costs one claim (a short transaction), one publisher call for the whole batch
+(the publisher pipelines it and waits for broker confirms once) and one settlement that
+also claims the next batch, so neither a commit nor a broker round trip is paid per event.
+
+The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (:mod:`.flight`): while its
+publishing thread (:mod:`.sender`) hands one to the broker, the relay's thread settles
+another (:mod:`.settlement`) and claims its successors, as much as :mod:`.planner` says.
+While it holds rows, :mod:`.leases` renews their leases, so only a relay that stopped
+loses them; :mod:`.reporting` says what it does.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+from django.db import Error, close_old_connections, connections
+
+from .. import metrics
+from ..conf import EventferrySettings, get_settings
+from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
+from ..store.outbox import ClaimedEvent, OutboxStore
+from ..store.statistics import StatisticsKeeper
+from .config import RelayConfig, build_publisher
+from .flight import Batch, InFlight
+from .leases import LeaseKeeper
+from .planner import ClaimPlanner, aggregates
+from .reporting import PassResult, RelayReporter, RelayStats, logger
+from .sender import Sender
+from .settlement import Settler
+from .waker import Waker
+
+#: First idle sleep; it doubles on each empty pass up to the poll interval.
+MIN_IDLE_SLEEP = 0.05
+#: Longest pause after the database or broker failed.
+MAX_ERROR_BACKOFF = 30.0
+#: How long a relay that is told to exit at once waits for its publishing thread.
+SENDER_EXIT_WAIT = 1.0
+
+
+class Relay:
+    """Drives the store and a publisher; the ``outbox_relay`` command is a thin face on it."""
+
+    def __init__(
+        self,
+        config: RelayConfig,
+        *,
+        store: OutboxStore | None = None,
+        publisher: Publisher | None = None,
+        settings: EventferrySettings | None = None,
+        sleep: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.settings = settings or get_settings()
+        self.config = config
+        self.store = store or OutboxStore()
+        self.publisher = publisher or build_publisher(self.settings)
+        self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
+        self._sleep = sleep or self.waker.sleep
+        self.stats = RelayStats()
+        self.planner = ClaimPlanner(
+            batch_size=config.batch_size, max_chain=self.store.max_chain,
+            lease_timeout=config.claim_timeout, max_events=config.max_events,
+            batches=1 if config.once else config.batches_in_flight,
+        )
+        self.leases = LeaseKeeper(self.store, config.claim_timeout,
+                                  name=f"eventferry-lease-{config.relay_id}")
+        #: Refreshes the planner's statistics when a claim shows them stale (after a
+        #: database restart they can stay those of an empty queue while a backlog waits).
+        self.statistics = StatisticsKeeper(self.store)
+        self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
+                                      progress_interval=config.progress_interval)
+        self.settler = Settler(self.store, self.leases, self.reporter, self.stats,
+                               max_attempts=config.max_attempts, backoff=self.settings.backoff)
+        self._sender = Sender(f"eventferry-send-{config.relay_id}")
+        self.in_flight = InFlight(self._sender, self._publish, self.leases,
+                                  publisher_name=type(self.publisher).__name__,
+                                  max_attempts=config.max_attempts,
+                                  hand_back=self.settler.hand_back)
+        self._stopping = False
+        #: Whether the claim made with the last settlement found nothing, so the next
+        #: pass has nothing to do and need not ask again at once.
+        self._found_nothing = False
+        self._announced = False
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> RelayStats:
+        """Pass after pass until stopped, ``--once``, ``--until-empty`` or ``--max-events``."""
+        # A relay that exits when idle never sleeps long enough to need waking.
+        may_idle = not (self.config.once or self.config.until_empty)
+        if may_idle:
+            self.waker.start()
+        self.leases.start()
+        idle_sleep, error_sleep = MIN_IDLE_SLEEP, self.config.error_backoff
+        interrupted = True
+        if not self._announced:
+            self._announced = True
+            self.reporter.starting(self.describe())
+        self.reporter.running(time.monotonic())
+        try:
+            while not self._stopping:
+                close_old_connections()
+                try:
+                    result = self.run_once()
+                # django.db.Error, the parent of DatabaseError and InterfaceError: pyodbc
+                # raises SQLSTATE 40001 and generic HY000 errors as its base Error, which
+                # Django wraps as neither.
+                except (Error, BrokerUnavailable) as exc:
+                    self._on_error(exc, error_sleep)
+                    error_sleep = min(error_sleep * 2, MAX_ERROR_BACKOFF)
+                    continue
+                error_sleep = self.config.error_backoff
+                self.stats.add(result)
+                self.reporter.progress(self.stats, time.monotonic())
+                if self._finished(result):
+                    break
+                if result.claimed == 0:
+                    self._sleep(idle_sleep)
+                    idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
+                else:
+                    idle_sleep = MIN_IDLE_SLEEP
+            interrupted = False
+        finally:
+            self._wind_down(interrupted)
+            self.leases.stop()
+            if may_idle:
+                self.waker.stop()
+            # A publishing thread still stuck with an unanswering broker keeps the
+            # publisher; the process is on its way out then.
+            if self._sender.close(SENDER_EXIT_WAIT if interrupted else None):
+                self.publisher.close()
+            self.reporter.stopped(self.stats)
+        return self.stats
+
+    def run_once(self) -> PassResult:
+        """Settle the oldest batch in flight and, in the same transaction, claim the next
+        one and send it. With nothing in flight, claim afresh, split the claim across the
+        batches in flight and send them all first. Raises on a database or broker outage
+        (after handing back what the database allows)."""
+        self.stats.add(self.settler.catch_up(), a_pass=False)
+        if not len(self.in_flight):
+            found_nothing, self._found_nothing = self._found_nothing, False
+            started = time.perf_counter()
+            events = [] if found_nothing else self._claim()
+            if not events:
+                return PassResult()
+            self.in_flight.launch(self.planner.split(events),
+                                  claimed_in=time.perf_counter() - started)
+        try:
+            batch, results = self.in_flight.take_oldest()
+        except BrokerUnavailable:
+            # The others went to the same broker; settle those it answered and hand back
+            # the rest, so one outage costs one back-off.
+            self._drain()
+            raise
+        return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
+
+    # -- one pass ----------------------------------------------------------------------
+    def _claim(self) -> list[ClaimedEvent]:
+        request = self.planner.next_claim(claimed=self.stats.claimed)
+        if request is None:
+            return []
+        started = time.perf_counter()
+        events = self.store.take(request)
+        claimed_in = time.perf_counter() - started
+        metrics.observe_claim(claimed_in)
+        self.planner.found(request, aggregates(events), wakeups=self.waker.wakeups)
+        self.statistics.maybe_refresh(len(events), claimed_in)
+        return events
+
+    def _settle(self, batch: Batch, results: list[PublishResult], *, claim_next: bool
+                ) -> PassResult:
+        """Settle ``batch`` and, with ``claim_next``, claim and send the next one."""
+        request = self.planner.next_claim(
+            claimed=self.stats.claimed, in_flight=len(batch.events) + self.in_flight.rows,
+        ) if claim_next else None
+        result, claimed, settled_in = self.settler.settle(batch, results, request)
+        if request is not None:
+            self.planner.found(request, aggregates(claimed), wakeups=self.waker.wakeups)
+            if claimed:
+                self.in_flight.launch([claimed], claimed_in=settled_in)
+            self._found_nothing = not claimed
+            self.statistics.maybe_refresh(len(claimed), settled_in)
+        return result
+
+    def _drain(self) -> None:
+        """Settle every batch in flight without claiming more; hand back those whose
+        publication failed."""
+        while len(self.in_flight):
+            try:
+                batch, results = self.in_flight.take_oldest()
+            except BrokerUnavailable:
+                continue
+            self.stats.add(self._settle(batch, results, claim_next=False))
+
+    def _publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        """Runs on the publishing thread."""
+        started = time.perf_counter()
+        results = self.publisher.publish(messages)
+        metrics.observe_publish(time.perf_counter() - started)
+        return results
+
+    def _finished(self, result: PassResult) -> bool:
+        if self.config.once:
+            return True
+        if self.config.until_empty and result.claimed == 0:
+            return True
+        return self.config.max_events is not None and self.stats.claimed >= self.config.max_events
+
+    # -- outages and stopping ----------------------------------------------------------
+    def _on_error(self, exc: Error | BrokerUnavailable, pause: float) -> None:
+        self.stats.errors += 1
+        database = isinstance(exc, Error)
+        if database:
+            self.settler.outage()
+        self.reporter.outage("database" if database else "broker", exc, pause)
+        if self.config.once:
+            raise exc
+        self._pause(pause)
+        if database:
+            connections[self.store.alias].close()
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.2))
+
+    def _wind_down(self, interrupted: bool) -> None:
+        """On the way out: settle what was published and the batches still in flight.
+        Interrupted (a second signal, an error), the relay does not wait for the broker:
+        batches in flight are handed back, to be published again. If the database is
+        away, the leases bring them back."""
+        try:
+            self.stats.add(self.settler.catch_up(), a_pass=False)
+            if not interrupted:
+                self._drain()
+            for batch in self.in_flight.abandon():
+                self.settler.hand_back(batch, counted=False)
+        except Error as exc:
+            self.reporter.could_not_hand_back(exc)
+
+    def stop(self) -> None:
+        """Finish the batch in hand, then return from :meth:`run`."""
+        self._stopping = True
+        self.waker.wake()
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT: finish the batch and stop. Second: exit at once."""
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            if self._stopping:
+                logger.warning("second %s: exiting now", signal.Signals(signum).name)
+                raise SystemExit(128 + signum)
+            logger.info("%s: finishing the current batch, then stopping "
+                        "(send it again to exit at once)", signal.Signals(signum).name)
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+    def describe(self) -> str:
+        """Where this relay reads from and publishes to, and how: its start-up line."""
+        config, alias = self.config, self.store.alias
+        return (
+            f"database {alias!r} ({connections[alias].vendor}), table "
+            f"{self.store.dialect.table}, publisher {self.publisher.describe()}, batch size "
+            f"{config.batch_size}, {config.batches_in_flight} batch(es) in flight, claim "
+            f"timeout {config.claim_timeout:g}s, max attempts {config.max_attempts}, poll "
+            f"interval {config.poll_interval:g}s; returns {config.mode}"
+        )

@@ -1,0 +1,141 @@
+"""Settling what the broker answered: the delivered acked, the refused retried or buried,
+in one transaction with the next claim; and the accounting of every outcome, in one place.
+
+Failures are sorted by whose fault they are:
+- the message's (the publisher answers RETRY or GIVE_UP): an attempt is spent, the row is
+  retried with backoff (:mod:`.retry`) and goes dead after ``MAX_ATTEMPTS``;
+- the broker's (the publisher raises): the batch is handed back untouched; an outage
+  never spends attempts, so it never turns an event dead;
+- the database's: a settlement that failed is run again first thing next pass, and after
+  an outage the last settlements are run again too (a crash may have lost their commits:
+  see :mod:`.recent_settlements`).
+
+A chain whose middle row the broker refuses is settled row by row as the broker
+answered: the rows it confirmed are done, before and after the refused one, and a
+confirmed row after a refused one is an order break (counted and logged).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+
+from django.db import Error
+
+from .. import metrics
+from ..conf import Backoff
+from ..publishers.base import Outcome, PublishResult
+from ..store.outbox import ClaimedEvent, ClaimRequest, Failure, OutboxStore
+from .flight import Batch
+from .leases import LeaseKeeper
+from .recent_settlements import RecentSettlements, Settlement
+from .reporting import PassResult, RelayReporter, RelayStats
+from .retry import retry_delay
+
+
+class Settler:
+    """Settles one relay's batches in its store; counts the outcomes into ``stats``."""
+
+    def __init__(self, store: OutboxStore, leases: LeaseKeeper, reporter: RelayReporter,
+                 stats: RelayStats, *, max_attempts: int, backoff: Backoff) -> None:
+        self.store = store
+        self.leases = leases
+        self.reporter = reporter
+        self.stats = stats
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self._rng = random.Random()
+        #: A published batch whose settlement failed, to settle before anything else.
+        self._leftovers: tuple[list[ClaimedEvent], list[Failure]] | None = None
+        #: Settled lately, settled again after a database outage.
+        self.recent = RecentSettlements()
+
+    def settle(self, batch: Batch, results: list[PublishResult], claim: ClaimRequest | None
+               ) -> tuple[PassResult, list[ClaimedEvent], float]:
+        """Ack the delivered, record the refused and, with ``claim``, claim the next batch:
+        one transaction, one commit. Returns what the pass did, the new claim and how
+        long the transaction took. If the database fails, the settlement is kept for
+        :meth:`catch_up`."""
+        delivered, failures = self._sorted(batch, results)
+        started = time.perf_counter()
+        try:
+            settled, claimed = self.store.settle(delivered, failures, claim=claim)
+        except Error:
+            # Published but not settled: settle it first thing next pass, so a database
+            # hiccup does not leave the batch to its lease (and a second publication).
+            self._leftovers = (delivered, failures)
+            raise
+        settled_in = time.perf_counter() - started
+        self.recent.record(Settlement(delivered, failures))
+        self.leases.let_go(batch.events)
+        metrics.observe_settle(settled_in)
+        result = self._account(delivered, failures, batch.events)
+        result.claimed = len(batch.events)
+        result.fenced = len(batch.events) - settled
+        if result.fenced:
+            self.reporter.fenced(result.fenced)
+        return result, claimed, settled_in
+
+    def catch_up(self) -> PassResult:
+        """Settle again what an outage may have undone, then the settlement that failed
+        last pass. Rows settled for good, or taken back by another relay meanwhile, are
+        fenced off and left alone."""
+        for settlement in self.recent.to_repeat:
+            self.store.settle(settlement.delivered, settlement.failures)
+            self.store.release(settlement.released)
+        self.recent.repeated()
+        if self._leftovers is None:
+            return PassResult()
+        delivered, failures = self._leftovers
+        self.store.settle(delivered, failures)
+        self._leftovers = None
+        self.recent.record(Settlement(delivered, failures))
+        events = [*delivered, *(f.event for f in failures)]
+        self.leases.let_go(events)
+        return self._account(delivered, failures, events)
+
+    def hand_back(self, batch: Batch, *, counted: bool = True) -> None:
+        """Return a batch's rows unspent (its publication failed, or the relay is
+        leaving). The batch leaves the relay even if the database refuses that (their
+        leases bring the rows back then), so nothing renews its rows any longer."""
+        try:
+            self.store.release(batch.publishing)
+            self.recent.record(Settlement(released=batch.publishing))
+        finally:
+            self.leases.let_go(batch.events)
+        if counted:
+            self.stats.released += len(batch.publishing)
+
+    def outage(self) -> None:
+        """The database failed: what it may have lost is settled again next pass."""
+        self.recent.outage()
+
+    def _sorted(self, batch: Batch, results: list[PublishResult]
+                ) -> tuple[list[ClaimedEvent], list[Failure]]:
+        failures = list(batch.failures)
+        delivered: list[ClaimedEvent] = []
+        for event, outcome in zip(batch.publishing, results, strict=True):
+            if outcome.outcome is Outcome.OK:
+                delivered.append(event)
+            else:
+                failures.append(self._failure(event, outcome))
+        return delivered, failures
+
+    def _failure(self, event: ClaimedEvent, result: PublishResult) -> Failure:
+        attempts = event.message.attempts + 1
+        error = result.error or f"publisher answered {result.outcome.value}"
+        if result.outcome is Outcome.GIVE_UP or attempts >= self.max_attempts:
+            return Failure(event, error, dead=True)
+        return Failure(event, error, delay=retry_delay(attempts, self.backoff, self._rng))
+
+    def _account(self, delivered: Sequence[ClaimedEvent], failures: Sequence[Failure],
+                 events: Sequence[ClaimedEvent]) -> PassResult:
+        """Metrics and logs of a settlement's outcomes, and their counts."""
+        metrics.count_outcomes((e.message.topic for e in delivered),
+                               ((f.event.message.topic, f.dead) for f in failures))
+        if failures:
+            self.reporter.failures(failures)
+            self.reporter.order_breaks(events, failures)
+        dead = sum(1 for f in failures if f.dead)
+        return PassResult(published=len(delivered), retried=len(failures) - dead, dead=dead)
