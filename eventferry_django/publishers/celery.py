@@ -29,8 +29,15 @@ from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult, mask_url
-from .kombu import broker_headers
+from .base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    broker_headers,
+    mask_url,
+)
 
 OPTION_NAMES = frozenset({"app", "task", "queue", "publish_timeout"})
 
@@ -79,7 +86,7 @@ class CeleryPublisher(Publisher):
     The task is ``send_task(task, args=[payload], kwargs={}, task_id=message_id, headers=
     ...)`` with ``payload`` the event's JSON payload decoded, so the task id is the outbox
     message id and a consumer can deduplicate on it. Headers are those of
-    :func:`~eventferry_django.publishers.kombu.broker_headers`, minus event headers that
+    :func:`~eventferry_django.publishers.base.broker_headers`, minus event headers that
     collide with Celery's own (:data:`CELERY_HEADERS`).
 
     Broker behaviour comes from the Celery app: connection pool, ``broker_connection_timeout``

@@ -34,12 +34,16 @@ from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
 from .amqp_frames import EncodingError, PublishFrames
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult, mask_url
-
-#: Headers every message carries, filled from the outbox row (``traceparent`` only when the
-#: row has a trace id). They override an event's own header of the same name, so consumers
-#: can trust them.
-RESERVED_HEADERS = ("aggregate_type", "aggregate_id", "partition_key", "traceparent", "attempt")
+from .base import (  # RESERVED_HEADERS and broker_headers: re-exported, they lived here
+    RESERVED_HEADERS,
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    broker_headers,
+    mask_url,
+)
 
 #: Fields a ``routing_key`` format string may use.
 ROUTING_KEY_FIELDS = frozenset({"topic", "aggregate_type", "aggregate_id", "partition_key"})
@@ -57,25 +61,9 @@ CONTENT_ENCODING = "utf-8"
 #: AMQP ``shortstr`` fields (routing key, message id, exchange) hold at most 255 bytes.
 SHORTSTR_MAX = 255
 
+__all__ = ["RESERVED_HEADERS", "KombuPublisher", "broker_headers"]
 
 RoutingKey = Callable[[OutboundMessage], str]
-
-
-def broker_headers(message: OutboundMessage) -> dict[str, Any]:
-    """The headers to publish with ``message``: the event's own, then the reserved ones.
-
-    Reserved names win over event headers of the same name. ``traceparent`` is reserved
-    only when the row has a trace id; without one an event's own ``traceparent`` passes.
-    """
-    reserved: dict[str, Any] = {
-        "aggregate_type": message.aggregate_type,
-        "aggregate_id": message.aggregate_id,
-        "partition_key": message.effective_partition_key,
-        "attempt": message.attempts + 1,
-    }
-    if message.trace_id is not None:
-        reserved["traceparent"] = message.trace_id
-    return {**message.headers, **reserved}
 
 
 class _Unsendable(Exception):
