@@ -1,5 +1,8 @@
 """Throughput of KombuPublisher's pipelined confirms against one confirm per message.
 
+(On RabbitMQ KombuPublisher's work is done by AmqpConfirmPublisher, on Redis by
+KombuProducerPublisher: the rows measure what users configure.)
+
     python benchmarks/publishers.py [--batches 20] [--batch-size 500]
 
 Needs RabbitMQ (``EVENTFERRY_AMQP_URL``, default ``amqp://guest:guest@127.0.0.1:5672//``);
@@ -27,8 +30,9 @@ from eventferry_django.publishers.base import (
     BrokerUnavailable,
     OutboundMessage,
     Outcome,
+    broker_headers,
 )
-from eventferry_django.publishers.kombu import KombuPublisher, broker_headers
+from eventferry_django.publishers.kombu import KombuPublisher
 
 AMQP_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 REDIS_URL = os.environ.get("EVENTFERRY_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -7,6 +7,7 @@ them. Every test uses its own exchange and queue names, so runs never see each o
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -23,6 +24,9 @@ from kombu.transport.virtual import Channel as VirtualChannel
 
 from eventferry_django.checks import check_settings
 from eventferry_django.exceptions import ConfigurationError
+from eventferry_django.publishers import celery as celery_options
+from eventferry_django.publishers import kombu as kombu_options
+from eventferry_django.publishers.amqp_confirm import AmqpConfirmPublisher
 from eventferry_django.publishers.base import (
     BrokerUnavailable,
     OutboundMessage,
@@ -31,6 +35,7 @@ from eventferry_django.publishers.base import (
 )
 from eventferry_django.publishers.celery import CeleryPublisher
 from eventferry_django.publishers.kombu import KombuPublisher
+from eventferry_django.publishers.kombu_producer import KombuProducerPublisher
 
 from .amqp import require_broker
 from .tcp_proxy import TcpProxy
@@ -626,3 +631,32 @@ def test_kombu_check_masks_the_password_of_a_bad_url() -> None:
     found = ids_and_messages(KombuPublisher.check({"url": "nosuchbroker://u:s3cret@h//"}))
     assert [check_id for check_id, _ in found] == ["eventferry.E032"]
     assert "nosuchbroker://u:****@h//" in found[0][1] and "s3cret" not in found[0][1]
+
+
+# -- one BACKEND, two publishers; OPTIONS declared once ------------------------------
+
+
+@pytest.mark.parametrize(("url", "chosen"), [
+    ("amqp://guest:guest@127.0.0.1:5672//", AmqpConfirmPublisher),
+    ("amqps://guest:guest@127.0.0.1:5671//", AmqpConfirmPublisher),
+    ("pyamqp://guest:guest@127.0.0.1:5672//", AmqpConfirmPublisher),
+    ("redis://127.0.0.1:6379/0", KombuProducerPublisher),
+    ("memory://", KombuProducerPublisher),
+])
+def test_kombu_publisher_chooses_its_delegate_by_transport_without_connecting(
+    url: str, chosen: type,
+) -> None:
+    publisher = KombuPublisher(url=url, exchange="orders")
+    assert type(publisher.delegate) is chosen
+    assert publisher.delegate.settings is publisher.settings
+    assert publisher.describe().startswith("KombuPublisher ")
+
+
+@pytest.mark.parametrize(("publisher", "table"), [
+    (KombuPublisher, kombu_options.OPTIONS), (CeleryPublisher, celery_options.OPTIONS),
+])
+def test_option_tables_match_the_constructors(publisher: type, table: Any) -> None:
+    """The constructors' keyword defaults are the ones the OPTIONS tables declare."""
+    parameters = inspect.signature(publisher).parameters
+    declared = {name: p.default for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert declared == table.defaults()

@@ -29,6 +29,12 @@ def mask_url(url: str) -> str:
     return _URL_PASSWORD.sub(r"\1:****@", url)
 
 
+#: Headers every message carries, filled from the outbox row (``traceparent`` only when the
+#: row has a trace id). They override an event's own header of the same name, so consumers
+#: can trust them.
+RESERVED_HEADERS = ("aggregate_type", "aggregate_id", "partition_key", "traceparent", "attempt")
+
+
 class BrokerUnavailable(EventferryError):
     """The broker could not be reached; nothing in the batch is to blame."""
 
@@ -57,6 +63,25 @@ class OutboundMessage:
     @property
     def effective_partition_key(self) -> str:
         return self.partition_key if self.partition_key is not None else self.aggregate_id
+
+
+def broker_headers(message: OutboundMessage) -> dict[str, Any]:
+    """The headers to publish with ``message``: the event's own, then the reserved ones.
+
+    Reserved names win over event headers of the same name. ``traceparent`` is reserved
+    only when the row has a trace id; without one an event's own ``traceparent`` passes.
+    Every publisher that carries headers starts from these (Celery's drops the names its
+    task protocol owns).
+    """
+    reserved: dict[str, Any] = {
+        "aggregate_type": message.aggregate_type,
+        "aggregate_id": message.aggregate_id,
+        "partition_key": message.effective_partition_key,
+        "attempt": message.attempts + 1,
+    }
+    if message.trace_id is not None:
+        reserved["traceparent"] = message.trace_id
+    return {**message.headers, **reserved}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import numbers
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,11 +27,16 @@ from typing import Any
 from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
-from ..exceptions import ConfigurationError
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult, mask_url
-from .kombu import broker_headers
-
-OPTION_NAMES = frozenset({"app", "task", "queue", "publish_timeout"})
+from .base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    broker_headers,
+    mask_url,
+)
+from .options import Option, OptionTable, is_name, positive_seconds, raise_if_serious
 
 #: Header names of Celery's task protocol 2. Celery lets headers passed to ``send_task``
 #: override its own, so an event header called ``id`` or ``task`` would corrupt the task
@@ -46,17 +50,67 @@ CELERY_HEADERS = frozenset({
 FALLBACK = "*"
 
 
+def _task_problem(task: object) -> str | None:
+    if isinstance(task, Mapping):
+        if not task or any(not (is_name(k) and is_name(v)) for k, v in task.items()):
+            return ("the mapping must be non-empty, topic names to task names (all "
+                    f"non-blank strings; {FALLBACK!r} as the fallback topic)")
+        return None
+    if not isinstance(task, str):
+        return "must be a task name or a mapping of topic to task name"
+    return None
 
-def _error(option: str, value: object, problem: str, check_id: str) -> Error:
-    return Error(
-        f"CeleryPublisher OPTIONS[{option!r}] is {value!r}: {problem}.",
-        hint="See the CeleryPublisher docstring for the accepted OPTIONS.",
-        id=check_id,
-    )
+
+def _app_problem(app: object) -> str | None:
+    if app is None:
+        return None
+    if not is_name(app):
+        return "must be the dotted path of a Celery app"
+    try:
+        target = import_string(str(app))
+    except ImportError as exc:
+        return f"cannot be imported: {exc}"
+    if not callable(getattr(target, "send_task", None)):
+        return "is not a Celery app (it has no send_task)"
+    return None
 
 
-def _is_name(value: object) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+def _queue_problem(queue: object) -> str | None:
+    return None if queue is None or is_name(queue) else "must be a queue name or None"
+
+
+def _check_broker(app: Any) -> list[CheckMessage]:
+    """Resolve the app's broker transport, which imports its client library (redis
+    for ``redis://``), without connecting."""
+    try:
+        connection = app.connection_for_write()
+        try:
+            connection.transport  # noqa: B018 (the lookup is the check)
+        finally:
+            connection.release()
+    except Exception as exc:  # kombu raises ImportError, KeyError, ValueError...
+        return [Error(
+            f"CeleryPublisher: the Celery app's broker {mask_url(str(app.conf.broker_url))} "
+            f"cannot be used: {exc!r}.",
+            hint='pip install "eventferry-django[celery]" brings Celery with the Redis '
+            "client; another broker needs the library Celery names for it.",
+            id="eventferry.E044",
+        )]
+    return []
+
+
+#: CeleryPublisher's OPTIONS, declared once: ``check()`` and the constructor's defaults.
+OPTIONS = OptionTable((
+    Option("task", "eventferry.E042", _task_problem,
+           required="a task name, or a mapping of topic to task name, is required",
+           required_id="eventferry.E040"),
+    Option("app", "eventferry.E042", _app_problem),
+    Option("queue", "eventferry.E042", _queue_problem),
+    Option("publish_timeout", "eventferry.E042", positive_seconds, default=10),
+), unknown_id="eventferry.E041")
+
+#: The OPTIONS' names (kept from before the table).
+OPTION_NAMES = frozenset(OPTIONS.names)
 
 
 class CeleryPublisher(Publisher):
@@ -79,7 +133,7 @@ class CeleryPublisher(Publisher):
     The task is ``send_task(task, args=[payload], kwargs={}, task_id=message_id, headers=
     ...)`` with ``payload`` the event's JSON payload decoded, so the task id is the outbox
     message id and a consumer can deduplicate on it. Headers are those of
-    :func:`~eventferry_django.publishers.kombu.broker_headers`, minus event headers that
+    :func:`~eventferry_django.publishers.base.broker_headers`, minus event headers that
     collide with Celery's own (:data:`CELERY_HEADERS`).
 
     Broker behaviour comes from the Celery app: connection pool, ``broker_connection_timeout``
@@ -111,9 +165,7 @@ class CeleryPublisher(Publisher):
     ) -> None:
         given = dict(task=task, app=app, queue=queue, publish_timeout=publish_timeout, **options)
         super().__init__(**given)
-        errors = [m for m in self.check(given) if m.is_serious()]
-        if errors:
-            raise ConfigurationError(" ".join(str(m.msg) for m in errors))
+        raise_if_serious(self.check(given))
         assert task is not None  # check() reported E040 otherwise
         self.tasks: Mapping[str, str] = {FALLBACK: task} if isinstance(task, str) else task
         self.app_path = app
@@ -124,89 +176,16 @@ class CeleryPublisher(Publisher):
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
-        messages: list[CheckMessage] = []
-        messages += cls.missing_dependency(
-            importlib.util.find_spec("celery") is not None, "celery", "celery", "eventferry.E043"
-        )
-        messages += cls.unknown_options(options, OPTION_NAMES, "eventferry.E041")
-
-        task = options.get("task")
-        if task is None or (isinstance(task, str) and not task.strip()):
-            messages.append(_error(
-                "task", task,
-                "a task name, or a mapping of topic to task name, is required",
-                "eventferry.E040",
-            ))
-        elif isinstance(task, Mapping):
-            bad = {k: v for k, v in task.items() if not (_is_name(k) and _is_name(v))}
-            if not task or bad:
-                messages.append(_error(
-                    "task", task,
-                    "the mapping must be non-empty, topic names to task names (all "
-                    f"non-blank strings; {FALLBACK!r} as the fallback topic)",
-                    "eventferry.E042",
-                ))
-        elif not isinstance(task, str):
-            messages.append(_error(
-                "task", task, "must be a task name or a mapping of topic to task name",
-                "eventferry.E042",
-            ))
-
+        """The OPTIONS table's checks, then the app's broker transport (E044)."""
+        installed = importlib.util.find_spec("celery") is not None
+        messages = cls.missing_dependency(installed, "celery", "celery", "eventferry.E043")
+        messages += OPTIONS.check(cls, options)
         app = options.get("app")
-        problem = None if app is None else cls._app_problem(app)
-        if problem:
-            messages.append(_error("app", app, problem, "eventferry.E042"))
-        elif importlib.util.find_spec("celery") is not None:
-            messages += cls._check_broker(
+        if installed and _app_problem(app) is None:
+            messages += _check_broker(
                 importlib.import_module("celery").current_app if app is None
                 else import_string(str(app)))
-        queue = options.get("queue")
-        if queue is not None and not _is_name(queue):
-            messages.append(_error(
-                "queue", queue, "must be a queue name or None", "eventferry.E042",
-            ))
-        timeout = options.get("publish_timeout", 10)
-        if not (
-            isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
-            and float(timeout) > 0
-        ):
-            messages.append(_error(
-                "publish_timeout", timeout, "must be a positive number of seconds",
-                "eventferry.E042",
-            ))
         return messages
-
-    @staticmethod
-    def _app_problem(app: object) -> str | None:
-        if not _is_name(app):
-            return "must be the dotted path of a Celery app"
-        try:
-            target = import_string(str(app))
-        except ImportError as exc:
-            return f"cannot be imported: {exc}"
-        if not callable(getattr(target, "send_task", None)):
-            return "is not a Celery app (it has no send_task)"
-        return None
-
-    @staticmethod
-    def _check_broker(app: Any) -> list[CheckMessage]:
-        """Resolve the app's broker transport, which imports its client library (redis
-        for ``redis://``), without connecting."""
-        try:
-            connection = app.connection_for_write()
-            try:
-                connection.transport  # noqa: B018 (the lookup is the check)
-            finally:
-                connection.release()
-        except Exception as exc:  # kombu raises ImportError, KeyError, ValueError...
-            return [Error(
-                f"CeleryPublisher: the Celery app's broker {mask_url(str(app.conf.broker_url))} "
-                f"cannot be used: {exc!r}.",
-                hint='pip install "eventferry-django[celery]" brings Celery with the Redis '
-                "client; another broker needs the library Celery names for it.",
-                id="eventferry.E044",
-            )]
-        return []
 
     def describe(self) -> str:
         app = self._resolve_app()
