@@ -219,6 +219,9 @@ def test_a_settlement_held_up_by_a_row_lock_beyond_the_lease_turns_nothing_dead(
             pytest.skip("the relay settled the row before the test could lock it")
         relays.append(start_relay(settings, "--batch-size", "10", "--poll-interval", "0.2",
                                   log=logs[1]))
+        # The competitor claims while the held relay's leases would have run out.
+        wait_until(lambda: logs[1].exists() and "starting:" in logs[1].read_text(),
+                   timeout=60, what="the competitor to start")
         time.sleep(lease * 3)
         assert OutboxEvent.objects.get(id=row.id).status == Status.CLAIMED
         row_locker.unlock()
