@@ -516,3 +516,52 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> N
 def test_tsql_purge_batches_stay_below_lock_escalation() -> None:
     """5,000 locks on one table or index make SQL Server escalate to a table lock."""
     assert MicrosoftDialect.max_delete_batch <= 4_000
+
+
+# -- the other vendors' DML --------------------------------------------------------------
+class RowsCursor(RecordingCursor):
+    """A recording cursor whose reads find two candidate heads, so multi-statement claims
+    (MariaDB's: lock, probe, chain, update, read back) send every statement."""
+
+    def fetchall(self) -> list[tuple[object, ...]]:
+        sql = self.statements[-1][0]
+        if "THEN 1 ELSE 0 END FROM" in sql and "UNION ALL" in sql:
+            return [(3, "a", 1)]  # MariaDB's chain read: id, aggregate, claimable
+        if sql.startswith("SELECT c.`id` FROM") and "NOT e." in sql:
+            return [(1,), (2,)]  # MariaDB's second look at the heads
+        return [(1, "a"), (2, "b")]
+
+
+def vendor_operations(vendor: str) -> dict[str, list[tuple[str, list[object]]]]:
+    """Every DML statement of ``vendor``'s store, rendered with sample arguments."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    lease = "2026-11-21 12:00:00.123"
+    calls: dict[str, Any] = {
+        "claim": lambda c: dialect.claim(c, 500, 60_000),
+        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100, 50),
+        "ack": lambda c: dialect.ack(c, [1, 2, 3], lease),
+        "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
+        "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
+        "release": lambda c: dialect.release(c, [6, 7], lease),
+        "renew": lambda c: dialect.renew(c, [8, 9], lease, 60_000),
+        "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
+        "insert": lambda c: c.execute(dialect.insert_sql(2), []),
+    }
+    rendered = {}
+    for name, call in calls.items():
+        cursor = RowsCursor()
+        call(cursor)
+        rendered[name] = cursor.statements
+    return rendered
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mysql", "sqlite"])
+def test_dml_matches_golden(vendor: str) -> None:
+    """What each vendor's relay sends, with its parameters in order: a change to the
+    claim's SQL or to the order of its parameters shows here first."""
+    text = "".join(
+        f"-- {name} {params!r}\n{sql};\n\n"
+        for name, statements in vendor_operations(vendor).items()
+        for sql, params in statements
+    )
+    assert_golden(f"{vendor}_dml.sql", text)
