@@ -34,6 +34,7 @@ from ..conf import get_settings
 from ..models import Status
 from ..operations import PURGE_STATUSES
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
+from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore
 from .errors import HistoryError, NotVerified
 from .jdbc import JdbcSource, outbox_source
@@ -46,8 +47,8 @@ from .storage import ArchiveFiles
 
 Progress = Callable[[str], None]
 
-#: Rows per purge statement: under SQL Server's lock escalation threshold (5,000).
-DEFAULT_PURGE_BATCH = 4000
+#: Rows per purge statement: what SQL Server takes under its lock escalation threshold.
+DEFAULT_PURGE_BATCH = SQL_SERVER_DELETE_ROWS
 DEFAULT_FETCH_SIZE = 10_000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Longest directory name most file systems allow, in bytes.
