@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,38 +131,63 @@ def truncate_to_milliseconds(value: dt.datetime) -> dt.datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
-class Archiver:
-    """One archive run against the outbox of ``request.using``."""
+@dataclass(frozen=True)
+class Workspace:
+    """What one archive run works with, all of it there before the run starts: the
+    outbox (its store, its JDBC source), the statuses and the cutoff of the selection,
+    the Spark session, and the archive's files."""
 
-    def __init__(self, request: ArchiveRequest, progress: Progress | None = None) -> None:
+    store: OutboxStore
+    source: JdbcSource
+    statuses: tuple[Status, ...]
+    cutoff: dt.datetime
+    spark: Any
+    files: ArchiveFiles
+
+
+@contextmanager
+def open_workspace(request: ArchiveRequest) -> Iterator[Workspace]:
+    """The workspace of ``request``, its Spark session open while the block runs. The
+    arguments and settings are checked, and the cutoff taken from the database's clock,
+    before Spark starts."""
+    store = OutboxStore(request.using)
+    statuses = request.statuses
+    spark_settings = get_settings().spark
+    source = outbox_source(store.alias)
+    cutoff = truncate_to_milliseconds(store.utc_now() - request.older_than)
+    with spark_session(source, spark_settings, request.master) as spark:
+        yield Workspace(store=store, source=source, statuses=statuses, cutoff=cutoff,
+                        spark=spark, files=ArchiveFiles(spark, request.path))
+
+
+class Archiver:
+    """One archive run of ``request`` in ``workspace``."""
+
+    def __init__(self, request: ArchiveRequest, workspace: Workspace,
+                 progress: Progress | None = None) -> None:
         self.request = request
         self.progress: Progress = progress or (lambda message: None)
-        self.store = OutboxStore(request.using)
-        self.statuses = request.statuses
-        self.spark_settings = get_settings().spark
-        self.source: JdbcSource = outbox_source(self.store.alias)
-        self.spark: Any = None
-        self.files: ArchiveFiles | None = None
+        self.store = workspace.store
+        self.source = workspace.source
+        self.statuses = workspace.statuses
+        self.cutoff = workspace.cutoff
+        self.spark = workspace.spark
+        self.files = workspace.files
 
     # -- the run -----------------------------------------------------------------------
     def run(self) -> ArchiveResult:
-        cutoff = truncate_to_milliseconds(self.store.utc_now() - self.request.older_than)
-        result = ArchiveResult(cutoff=cutoff, dry_run=self.request.dry_run)
-        with spark_session(self.source, self.spark_settings, self.request.master) as spark:
-            self.spark = spark
-            self.files = files = ArchiveFiles(spark, self.request.path)
-            if self.request.dry_run:
-                return self._dry_run(result)
-            run_id = new_run_id(dt.datetime.now(dt.UTC))
-            with files.locked(run_id):
-                self._remove_leftovers()
-                if self.request.purge:
-                    self._resume_purges(result)
-                self._archive(run_id, result)
+        result = ArchiveResult(cutoff=self.cutoff, dry_run=self.request.dry_run)
+        if self.request.dry_run:
+            return self._dry_run(result)
+        run_id = new_run_id(dt.datetime.now(dt.UTC))
+        with self.files.locked(run_id):
+            self._remove_leftovers()
+            if self.request.purge:
+                self._resume_purges(result)
+            self._archive(run_id, result)
         return result
 
     def _dry_run(self, result: ArchiveResult) -> ArchiveResult:
-        assert self.files is not None
         manifests = self.files.manifests()
         if self.request.purge:
             purged = self.files.purged_runs()
@@ -174,14 +200,12 @@ class Archiver:
                                   archived=archived_spans(manifests))
 
     def _remove_leftovers(self) -> None:
-        assert self.files is not None
         committed = {m.run_id for m in self.files.manifests()}
         for leftover in self.files.uncommitted(committed):
             self.progress(f"Removing {leftover}: a run that never committed left it.")
             self.files.delete(leftover)
 
     def _resume_purges(self, result: ArchiveResult) -> None:
-        assert self.files is not None
         purged = self.files.purged_runs()
         for manifest in self.files.manifests():
             if manifest.run_id not in purged:
@@ -193,7 +217,6 @@ class Archiver:
                 result.resumed.append(manifest.run_id)
 
     def _archive(self, run_id: str, result: ArchiveResult) -> None:
-        assert self.files is not None
         started = time.monotonic()
         manifests = self.files.manifests()
         selection = self._selection(result.cutoff, manifests)
@@ -215,7 +238,6 @@ class Archiver:
         result.seconds["read+write"] = time.monotonic() - started
 
         started = time.monotonic()
-        assert self.files is not None
         staging = self.spark.read.parquet(self.files.layout.staging_dir(run_id))
         stats = self._verified_stats(run_id, frozen_selection, stats, self._read_back(staging))
         manifest = Manifest(
@@ -263,7 +285,6 @@ class Archiver:
         return max(int(self.spark.sparkContext.defaultParallelism), -(-rows // 500_000))
 
     def _write(self, run_id: str, selection: ClosedRowSelection, rows: int) -> None:
-        assert self.files is not None
         partitions = self._partitions(rows)
         frame = read_outbox(self.spark, self.source, self.store.dialect, selection,
                             partitions=partitions, fetch_size=self.request.fetch_size)
@@ -298,7 +319,6 @@ class Archiver:
         """The stats the written Parquet matches: the freeze's, or, when rows left the
         selection (were redriven or deleted) before Spark read them, the selection's as
         it is now. Otherwise the staging is dropped and the run fails."""
-        assert self.files is not None
         if written == _checksum(frozen):
             return frozen
         now = self.store.selection_stats(selection)
@@ -318,7 +338,6 @@ class Archiver:
         processed_at, in batches; record that the run is purged."""
         from pyspark.sql import functions as F
 
-        assert self.files is not None
         # One group per batch: the archived rows of an id range of batch_size ids, so
         # the driver receives a few hundred arrays rather than a million rows.
         batches = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
@@ -342,4 +361,5 @@ class Archiver:
 
 def archive(request: ArchiveRequest, progress: Progress | None = None) -> ArchiveResult:
     """Run one archive; see the module's docstring for the steps."""
-    return Archiver(request, progress).run()
+    with open_workspace(request) as workspace:
+        return Archiver(request, workspace, progress).run()
