@@ -15,7 +15,9 @@ One run:
 5. **Verify** the staging read back (count and id checksum) against the freeze.
 6. **Commit**: move staging into place and write the manifest, last.
 7. **Verify** the committed run as readers see it, then **purge** (with ``purge``)
-   exactly the archived (id, processed_at) pairs still closed, in batches.
+   exactly the archived (id, processed_at) pairs still closed: it reads them back one
+   id range at a time (``purge_range_size`` ids) and deletes ``purge_batch_size`` rows a
+   statement.
 
 A crash before 6 leaves no commit: the next run removes the leftovers and archives the
 same rows. A crash after 6 leaves a committed run: the next run does not archive its
@@ -31,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conf import get_settings
+from ..conf import MAX_BATCH_SIZE, get_settings
 from ..models import Status
 from ..operations import PURGE_STATUSES
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
@@ -50,6 +52,11 @@ Progress = Callable[[str], None]
 
 #: Rows per purge statement: what SQL Server takes under its lock escalation threshold.
 DEFAULT_PURGE_BATCH = SQL_SERVER_DELETE_ROWS
+#: Ids per range the purge reads back from the archive at a time. A range holds at most
+#: as many rows as ids, so by default each range is one statement.
+DEFAULT_PURGE_RANGE = DEFAULT_PURGE_BATCH
+#: The widest purge range: the driver holds a range's keys (two numbers a row) at once.
+MAX_PURGE_RANGE = 1_000_000
 DEFAULT_FETCH_SIZE = 10_000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Longest directory name most file systems allow, in bytes.
@@ -65,9 +72,18 @@ class ArchiveRequest:
     partitions: int | None = None
     master: str | None = None
     dry_run: bool = False
-    batch_size: int = DEFAULT_PURGE_BATCH
+    purge_range_size: int = DEFAULT_PURGE_RANGE
+    purge_batch_size: int = DEFAULT_PURGE_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
     using: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
+            raise HistoryError(f"purge_range_size must be 1..{MAX_PURGE_RANGE:,} ids, "
+                               f"got {self.purge_range_size!r}.")
+        if not 1 <= self.purge_batch_size <= MAX_BATCH_SIZE:
+            raise HistoryError(f"purge_batch_size must be 1..{MAX_BATCH_SIZE:,} rows, "
+                               f"got {self.purge_batch_size!r}.")
 
     @property
     def statuses(self) -> tuple[Status, ...]:
@@ -335,22 +351,26 @@ class Archiver:
 
     def _purge(self, manifest: Manifest) -> PurgeRecord:
         """Delete the run's archived rows that are still closed with the archived
-        processed_at, in batches; record that the run is purged."""
+        processed_at, ``purge_batch_size`` rows a statement; record that the run is
+        purged."""
         from pyspark.sql import functions as F
 
-        # One group per batch: the archived rows of an id range of batch_size ids, so
-        # the driver receives a few hundred arrays rather than a million rows.
-        batches = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
-                   .groupBy(F.floor(F.col("id") / self.request.batch_size).alias("batch"))
-                   .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
-                        .alias("keys")))
+        # The driver takes the archived keys one range of purge_range_size ids at a time:
+        # a few hundred arrays rather than a million rows.
+        ranges = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+                  .groupBy(F.floor(F.col("id") / self.request.purge_range_size).alias("range"))
+                  .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
+                       .alias("keys")))
         statuses = tuple(Status(s) for s in manifest.statuses)
+        size = self.request.purge_batch_size
         total, deleted = manifest.checksum.rows, 0
-        for row in batches.toLocalIterator():
+        for row in ranges.toLocalIterator():
             rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
                     for row_id, at in row["keys"]]
-            deleted += self.store.purge_archived(rows, statuses=statuses)
-            self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
+            for start in range(0, len(rows), size):
+                deleted += self.store.purge_archived(rows[start:start + size],
+                                                     statuses=statuses)
+                self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
         record = PurgeRecord(manifest.run_id, dt.datetime.now(dt.UTC), deleted, total - deleted)
         self.files.record_purge(record)
         self.progress(f"Purged run {manifest.run_id}: {deleted:,} row(s) deleted"
