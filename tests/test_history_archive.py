@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections import Counter
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from eventferry_django.history.reader import read_committed
 from eventferry_django.history.storage import ArchiveFiles
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.operations import RedriveSelection, redrive
+from eventferry_django.store.outbox import OutboxStore
 
 from .history_data import archived_candidates, seed
 from .relay_process import ROOT, relay_env
@@ -70,7 +72,8 @@ def test_archive_reconciles_and_purges_exactly_the_archived_rows(
     monkeypatch.setattr(Archiver, "_purge", purge_after_a_redrive)
     before = {row.id: row for row in OutboxEvent.objects.all()}
     result = archive(ArchiveRequest(path=str(root), older_than=dt.timedelta(days=1),
-                                    status="both", purge=True, batch_size=700))
+                                    status="both", purge=True, purge_range_size=700,
+                                    purge_batch_size=700))
     expected = {i: (r.message_id, r.status) for i, r in before.items()
                 if r.status in (Status.DONE, Status.DEAD) and r.processed_at < result.cutoff}
     assert len(expected) == history.old_done + history.old_dead
@@ -224,3 +227,26 @@ def test_a_live_lock_makes_the_run_busy_and_a_dead_one_is_taken_over(
     lock.write_text(json.dumps({"run_id": "x", "host": socket.gethostname(), "pid": 2**22 + 7}))
     assert run_archive(root, purge=True).archived == 50
     assert not lock.exists() and not OutboxEvent.objects.exists()
+
+
+def test_the_purge_reads_id_ranges_and_deletes_in_batches_of_its_own_size(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One range of ids wider than the whole run, purged 7 rows a statement."""
+    seed(old_done=50, old_dead=0, recent=0, open_each=0)
+    statements: list[int] = []
+    real_purge = OutboxStore.purge_archived
+
+    def counted(self: OutboxStore, rows: Any, *, statuses: Any) -> int:
+        statements.append(len(rows))
+        return real_purge(self, rows, statuses=statuses)
+
+    monkeypatch.setattr(OutboxStore, "purge_archived", counted)
+    ranges = Counter(i // 1_000_000 for i in OutboxEvent.objects.values_list("id", flat=True))
+    result = run_archive(tmp_path / "archive", purge=True, purge_range_size=1_000_000,
+                         purge_batch_size=7)
+    assert result.archived == result.purged == 50
+    # Each range (one, unless the ids straddle a million) goes 7 rows a statement.
+    expected = [size for rows in ranges.values()
+                for size in [7] * (rows // 7) + ([rows % 7] if rows % 7 else [])]
+    assert sorted(statements) == sorted(expected) and len(statements) >= 8
+    assert not OutboxEvent.objects.exists()

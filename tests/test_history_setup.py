@@ -4,6 +4,7 @@ one clear error for each missing piece. No Spark is started here."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -211,3 +212,37 @@ def test_without_pyspark_the_app_imports_checks_pass_and_commands_say_what_to_in
     assert "System check identified no issues" in done.stdout
     assert "--to PATH" in done.stdout and "--from PATH" in done.stdout and "--live" in done.stdout
     assert "pyspark is not installed: pip install 'eventferry-django[spark]'" in done.stderr
+
+
+def history_imports() -> dict[str, set[str]]:
+    """Each module of the history package and the package's modules it imports, at the
+    top or inside a function."""
+    package = ROOT / "eventferry_django" / "history"
+    modules = {path.stem for path in package.glob("*.py")} - {"__init__"}
+    imports: dict[str, set[str]] = {}
+    for name in modules:
+        tree = ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                found |= {t.split(".")[0] for t in targets} & modules
+        imports[name] = found
+    return imports
+
+
+def test_the_history_modules_import_each_other_without_a_cycle() -> None:
+    imports = history_imports()
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
+        if name in done:
+            return
+        for target in sorted(imports[name]):
+            visit(target, (*path, name))
+        done.add(name)
+
+    assert imports["report_files"] == {"figures"}
+    for name in sorted(imports):
+        visit(name, ())

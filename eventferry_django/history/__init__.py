@@ -14,6 +14,7 @@ inside the functions that start it (see :mod:`.session`).
 - :mod:`.archive`: freeze, read, write, verify, commit, purge.
 - :mod:`.reader`: committed runs only, for every reader.
 - :mod:`.replay`: a slice of the archive back into the outbox.
-- :mod:`.report` and :mod:`.report_files`: delivery figures, and the files that show them.
+- :mod:`.figures`: the delivery figures a report holds.
+- :mod:`.report` and :mod:`.report_files`: computing them, and the files that show them.
 - :mod:`.errors`: what stops a command, and its exit code.
 """

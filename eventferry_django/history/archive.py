@@ -15,7 +15,9 @@ One run:
 5. **Verify** the staging read back (count and id checksum) against the freeze.
 6. **Commit**: move staging into place and write the manifest, last.
 7. **Verify** the committed run as readers see it, then **purge** (with ``purge``)
-   exactly the archived (id, processed_at) pairs still closed, in batches.
+   exactly the archived (id, processed_at) pairs still closed: it reads them back one
+   id range at a time (``purge_range_size`` ids) and deletes ``purge_batch_size`` rows a
+   statement.
 
 A crash before 6 leaves no commit: the next run removes the leftovers and archives the
 same rows. A crash after 6 leaves a committed run: the next run does not archive its
@@ -26,14 +28,16 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conf import get_settings
+from ..conf import MAX_BATCH_SIZE, get_settings
 from ..models import Status
 from ..operations import PURGE_STATUSES
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
+from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore
 from .errors import HistoryError, NotVerified
 from .jdbc import JdbcSource, outbox_source
@@ -46,8 +50,13 @@ from .storage import ArchiveFiles
 
 Progress = Callable[[str], None]
 
-#: Rows per purge statement: under SQL Server's lock escalation threshold (5,000).
-DEFAULT_PURGE_BATCH = 4000
+#: Rows per purge statement: what SQL Server takes under its lock escalation threshold.
+DEFAULT_PURGE_BATCH = SQL_SERVER_DELETE_ROWS
+#: Ids per range the purge reads back from the archive at a time. A range holds at most
+#: as many rows as ids, so by default each range is one statement.
+DEFAULT_PURGE_RANGE = DEFAULT_PURGE_BATCH
+#: The widest purge range: the driver holds a range's keys (two numbers a row) at once.
+MAX_PURGE_RANGE = 1_000_000
 DEFAULT_FETCH_SIZE = 10_000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Longest directory name most file systems allow, in bytes.
@@ -63,9 +72,18 @@ class ArchiveRequest:
     partitions: int | None = None
     master: str | None = None
     dry_run: bool = False
-    batch_size: int = DEFAULT_PURGE_BATCH
+    purge_range_size: int = DEFAULT_PURGE_RANGE
+    purge_batch_size: int = DEFAULT_PURGE_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
     using: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
+            raise HistoryError(f"purge_range_size must be 1..{MAX_PURGE_RANGE:,} ids, "
+                               f"got {self.purge_range_size!r}.")
+        if not 1 <= self.purge_batch_size <= MAX_BATCH_SIZE:
+            raise HistoryError(f"purge_batch_size must be 1..{MAX_BATCH_SIZE:,} rows, "
+                               f"got {self.purge_batch_size!r}.")
 
     @property
     def statuses(self) -> tuple[Status, ...]:
@@ -129,38 +147,63 @@ def truncate_to_milliseconds(value: dt.datetime) -> dt.datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
-class Archiver:
-    """One archive run against the outbox of ``request.using``."""
+@dataclass(frozen=True)
+class Workspace:
+    """What one archive run works with, all of it there before the run starts: the
+    outbox (its store, its JDBC source), the statuses and the cutoff of the selection,
+    the Spark session, and the archive's files."""
 
-    def __init__(self, request: ArchiveRequest, progress: Progress | None = None) -> None:
+    store: OutboxStore
+    source: JdbcSource
+    statuses: tuple[Status, ...]
+    cutoff: dt.datetime
+    spark: Any
+    files: ArchiveFiles
+
+
+@contextmanager
+def open_workspace(request: ArchiveRequest) -> Iterator[Workspace]:
+    """The workspace of ``request``, its Spark session open while the block runs. The
+    arguments and settings are checked, and the cutoff taken from the database's clock,
+    before Spark starts."""
+    store = OutboxStore(request.using)
+    statuses = request.statuses
+    spark_settings = get_settings().spark
+    source = outbox_source(store.alias)
+    cutoff = truncate_to_milliseconds(store.utc_now() - request.older_than)
+    with spark_session(source, spark_settings, request.master) as spark:
+        yield Workspace(store=store, source=source, statuses=statuses, cutoff=cutoff,
+                        spark=spark, files=ArchiveFiles(spark, request.path))
+
+
+class Archiver:
+    """One archive run of ``request`` in ``workspace``."""
+
+    def __init__(self, request: ArchiveRequest, workspace: Workspace,
+                 progress: Progress | None = None) -> None:
         self.request = request
         self.progress: Progress = progress or (lambda message: None)
-        self.store = OutboxStore(request.using)
-        self.statuses = request.statuses
-        self.spark_settings = get_settings().spark
-        self.source: JdbcSource = outbox_source(self.store.alias)
-        self.spark: Any = None
-        self.files: ArchiveFiles | None = None
+        self.store = workspace.store
+        self.source = workspace.source
+        self.statuses = workspace.statuses
+        self.cutoff = workspace.cutoff
+        self.spark = workspace.spark
+        self.files = workspace.files
 
     # -- the run -----------------------------------------------------------------------
     def run(self) -> ArchiveResult:
-        cutoff = truncate_to_milliseconds(self.store.utc_now() - self.request.older_than)
-        result = ArchiveResult(cutoff=cutoff, dry_run=self.request.dry_run)
-        with spark_session(self.source, self.spark_settings, self.request.master) as spark:
-            self.spark = spark
-            self.files = files = ArchiveFiles(spark, self.request.path)
-            if self.request.dry_run:
-                return self._dry_run(result)
-            run_id = new_run_id(dt.datetime.now(dt.UTC))
-            with files.locked(run_id):
-                self._remove_leftovers()
-                if self.request.purge:
-                    self._resume_purges(result)
-                self._archive(run_id, result)
+        result = ArchiveResult(cutoff=self.cutoff, dry_run=self.request.dry_run)
+        if self.request.dry_run:
+            return self._dry_run(result)
+        run_id = new_run_id(dt.datetime.now(dt.UTC))
+        with self.files.locked(run_id):
+            self._remove_leftovers()
+            if self.request.purge:
+                self._resume_purges(result)
+            self._archive(run_id, result)
         return result
 
     def _dry_run(self, result: ArchiveResult) -> ArchiveResult:
-        assert self.files is not None
         manifests = self.files.manifests()
         if self.request.purge:
             purged = self.files.purged_runs()
@@ -173,14 +216,12 @@ class Archiver:
                                   archived=archived_spans(manifests))
 
     def _remove_leftovers(self) -> None:
-        assert self.files is not None
         committed = {m.run_id for m in self.files.manifests()}
         for leftover in self.files.uncommitted(committed):
             self.progress(f"Removing {leftover}: a run that never committed left it.")
             self.files.delete(leftover)
 
     def _resume_purges(self, result: ArchiveResult) -> None:
-        assert self.files is not None
         purged = self.files.purged_runs()
         for manifest in self.files.manifests():
             if manifest.run_id not in purged:
@@ -192,7 +233,6 @@ class Archiver:
                 result.resumed.append(manifest.run_id)
 
     def _archive(self, run_id: str, result: ArchiveResult) -> None:
-        assert self.files is not None
         started = time.monotonic()
         manifests = self.files.manifests()
         selection = self._selection(result.cutoff, manifests)
@@ -214,7 +254,6 @@ class Archiver:
         result.seconds["read+write"] = time.monotonic() - started
 
         started = time.monotonic()
-        assert self.files is not None
         staging = self.spark.read.parquet(self.files.layout.staging_dir(run_id))
         stats = self._verified_stats(run_id, frozen_selection, stats, self._read_back(staging))
         manifest = Manifest(
@@ -262,7 +301,6 @@ class Archiver:
         return max(int(self.spark.sparkContext.defaultParallelism), -(-rows // 500_000))
 
     def _write(self, run_id: str, selection: ClosedRowSelection, rows: int) -> None:
-        assert self.files is not None
         partitions = self._partitions(rows)
         frame = read_outbox(self.spark, self.source, self.store.dialect, selection,
                             partitions=partitions, fetch_size=self.request.fetch_size)
@@ -297,7 +335,6 @@ class Archiver:
         """The stats the written Parquet matches: the freeze's, or, when rows left the
         selection (were redriven or deleted) before Spark read them, the selection's as
         it is now. Otherwise the staging is dropped and the run fails."""
-        assert self.files is not None
         if written == _checksum(frozen):
             return frozen
         now = self.store.selection_stats(selection)
@@ -314,23 +351,26 @@ class Archiver:
 
     def _purge(self, manifest: Manifest) -> PurgeRecord:
         """Delete the run's archived rows that are still closed with the archived
-        processed_at, in batches; record that the run is purged."""
+        processed_at, ``purge_batch_size`` rows a statement; record that the run is
+        purged."""
         from pyspark.sql import functions as F
 
-        assert self.files is not None
-        # One group per batch: the archived rows of an id range of batch_size ids, so
-        # the driver receives a few hundred arrays rather than a million rows.
-        batches = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
-                   .groupBy(F.floor(F.col("id") / self.request.batch_size).alias("batch"))
-                   .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
-                        .alias("keys")))
+        # The driver takes the archived keys one range of purge_range_size ids at a time:
+        # a few hundred arrays rather than a million rows.
+        ranges = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+                  .groupBy(F.floor(F.col("id") / self.request.purge_range_size).alias("range"))
+                  .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
+                       .alias("keys")))
         statuses = tuple(Status(s) for s in manifest.statuses)
+        size = self.request.purge_batch_size
         total, deleted = manifest.checksum.rows, 0
-        for row in batches.toLocalIterator():
+        for row in ranges.toLocalIterator():
             rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
                     for row_id, at in row["keys"]]
-            deleted += self.store.purge_archived(rows, statuses=statuses)
-            self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
+            for start in range(0, len(rows), size):
+                deleted += self.store.purge_archived(rows[start:start + size],
+                                                     statuses=statuses)
+                self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
         record = PurgeRecord(manifest.run_id, dt.datetime.now(dt.UTC), deleted, total - deleted)
         self.files.record_purge(record)
         self.progress(f"Purged run {manifest.run_id}: {deleted:,} row(s) deleted"
@@ -341,4 +381,5 @@ class Archiver:
 
 def archive(request: ArchiveRequest, progress: Progress | None = None) -> ArchiveResult:
     """Run one archive; see the module's docstring for the steps."""
-    return Archiver(request, progress).run()
+    with open_workspace(request) as workspace:
+        return Archiver(request, workspace, progress).run()

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..exceptions import EventferryError
 
 EXIT_FAILED = 1
+EXIT_USAGE = 2
 EXIT_SETUP = 3
 EXIT_BUSY = 4
 EXIT_UNVERIFIED = 5

@@ -20,12 +20,13 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..conf import get_settings
 from ..store.closed_rows import CLOSED_STATUSES, ClosedRowSelection
 from ..store.outbox import OutboxStore
+from .figures import NO_ERROR, PERCENTILES, Count, Delivery, Figures
 from .jdbc import outbox_source
 from .reader import archive_schema, read_committed
 from .session import spark_session
@@ -33,47 +34,7 @@ from .source import read_outbox
 from .storage import ArchiveFiles
 
 Progress = Callable[[str], None]
-PERCENTILES = (0.5, 0.95, 0.99)
-NO_ERROR = "(no error recorded)"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """Counts and latency of one topic in one hour (``hour`` None: the whole window)."""
-
-    topic: str
-    hour: dt.datetime | None
-    events: int
-    done: int
-    dead: int
-    latency_ms: tuple[float | None, float | None, float | None]
-
-
-@dataclass(frozen=True)
-class Count:
-    """Rows of one topic in one hour (None: the whole window) with one ``key``: an
-    attempts count or an error text."""
-
-    topic: str
-    hour: dt.datetime | None
-    key: str
-    events: int
-
-
-@dataclass
-class Figures:
-    source: str
-    since: dt.datetime | None
-    until: dt.datetime | None
-    hours: list[Delivery] = field(default_factory=list)
-    topics: list[Delivery] = field(default_factory=list)
-    attempts: list[Count] = field(default_factory=list)
-    dead_errors: list[Count] = field(default_factory=list)
-
-    @property
-    def events(self) -> int:
-        return sum(t.events for t in self.topics)
 
 
 @dataclass(frozen=True)
@@ -171,6 +132,7 @@ def _live_frame(spark: Any, request: ReportRequest) -> Any:
 def report(request: ReportRequest, progress: Progress | None = None) -> Figures:
     """Compute the figures and write ``index.html``, the plots and ``figures.csv`` to
     ``request.out``."""
+    # Here, not at the top: report_files imports matplotlib, which --help does without.
     from .report_files import write_report
 
     say = progress or (lambda message: None)

@@ -14,7 +14,7 @@ from typing import Any
 from django.template import Context, Engine
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .report import PERCENTILES, Delivery, Figures
+from .figures import PERCENTILES, Delivery, Figures
 
 CSV_COLUMNS = ("topic", "hour", "figure", "key", "value")
 LATENCY_FIGURES = tuple(f"latency_p{round(p * 100)}_ms" for p in PERCENTILES)

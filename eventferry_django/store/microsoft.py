@@ -26,6 +26,7 @@ from .base import (
     Table,
 )
 from .closed_rows import codes
+from .limits import SQL_SERVER_DELETE_ROWS
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
@@ -400,10 +401,7 @@ class MicrosoftDialect(Dialect):
         )
         return int(cursor.rowcount)
 
-    # SQL Server escalates a statement's row locks to a table lock once it holds 5,000
-    # on one table or index; a purge that did would block every publisher and relay
-    # until it commits. 4,000 rows stays below on each of the table's indexes.
-    max_delete_batch = 4_000
+    max_delete_batch = SQL_SERVER_DELETE_ROWS
 
     # -- history -----------------------------------------------------------------------
     def utc_literal(self, value: dt.datetime) -> str:

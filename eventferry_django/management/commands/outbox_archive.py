@@ -6,12 +6,20 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
 from ...conf import MAX_BATCH_SIZE
-from ...history.archive import DEFAULT_PURGE_BATCH, ArchiveRequest, archive
+from ...history.archive import (
+    DEFAULT_PURGE_BATCH,
+    DEFAULT_PURGE_RANGE,
+    MAX_PURGE_RANGE,
+    ArchiveRequest,
+    archive,
+)
+from ...history.errors import EXIT_USAGE
 from ...history.manifest import STATUS_NAMES
 from ...operations import PURGE_STATUSES
+from ...store.limits import SQL_SERVER_DELETE_ROWS
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand
 from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
@@ -39,9 +47,17 @@ class Command(EventferryCommand):
         parser.add_argument("--partitions", type=int_range(1, 10_000),
                             help="Parallel JDBC reads, each an id range (default: the cores "
                             "Spark has, more above 500,000 rows each).")
-        parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH_SIZE),
-                            default=DEFAULT_PURGE_BATCH,
-                            help="Rows deleted per purge statement (default: %(default)s).")
+        parser.add_argument("--purge-range-size", type=int_range(1, MAX_PURGE_RANGE),
+                            metavar="IDS",
+                            help="The purge reads the archived rows back one range of this "
+                            f"many ids at a time (default: {DEFAULT_PURGE_RANGE}).")
+        parser.add_argument("--purge-batch-size", type=int_range(1, MAX_BATCH_SIZE),
+                            metavar="ROWS",
+                            help="Rows deleted per purge statement; SQL Server's are at most "
+                            f"{SQL_SERVER_DELETE_ROWS:,} whatever this says (default: "
+                            f"{DEFAULT_PURGE_BATCH}).")
+        parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH_SIZE), metavar="N",
+                            help="Deprecated: --purge-range-size N --purge-batch-size N.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print what would be archived, per topic and status; "
                             "change nothing.")
@@ -49,11 +65,13 @@ class Command(EventferryCommand):
         add_database_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        range_size, batch_size = purge_sizes(options, self.stderr)
         request = ArchiveRequest(
             path=options["to"], older_than=options["older_than"], status=options["status"],
             purge=options["purge"], partitions=options["partitions"],
             master=options["master"], dry_run=options["dry_run"],
-            batch_size=options["batch_size"], using=database_alias(options),
+            purge_range_size=range_size, purge_batch_size=batch_size,
+            using=database_alias(options),
         )
         with exit_codes():
             result = archive(request, progress_printer(self.stdout, options["verbosity"]))
@@ -64,3 +82,19 @@ class Command(EventferryCommand):
             for run_id in result.unpurged:
                 self.stdout.write(f"  committed run {run_id} is not purged yet")
         self.stdout.write(result.summary())
+
+
+def purge_sizes(options: dict[str, Any], stderr: OutputWrapper) -> tuple[int, int]:
+    """``--purge-range-size`` and ``--purge-batch-size``, or both from the deprecated
+    ``--batch-size``, which meant both (with a warning on stderr)."""
+    old = options["batch_size"]
+    range_size, batch_size = options["purge_range_size"], options["purge_batch_size"]
+    if old is None:
+        return range_size or DEFAULT_PURGE_RANGE, batch_size or DEFAULT_PURGE_BATCH
+    if range_size is not None or batch_size is not None:
+        raise CommandError("--batch-size is the old spelling of --purge-range-size and "
+                           "--purge-batch-size together: give those two, not both spellings.",
+                           returncode=EXIT_USAGE)
+    stderr.write(f"DeprecationWarning: outbox_archive --batch-size is deprecated; it stands "
+                 f"for --purge-range-size {old} --purge-batch-size {old}: use those.")
+    return old, old
