@@ -27,6 +27,7 @@ import psycopg
 from benchmarks.postgres import ensure_database
 from eventferry_django.naming import TableName
 from eventferry_django.store.postgresql import PostgresqlDialect
+from eventferry_django.store.sql import bind
 
 DATABASE = "eventferry_claim_plan"
 DIALECT = PostgresqlDialect(TableName("outbox"))
@@ -76,11 +77,11 @@ def index_reads(conn: psycopg.Connection[Any]) -> dict[str, int]:
 
 def claim_plan(conn: psycopg.Connection[Any], limit: int, max_chain: int) -> str:
     """EXPLAIN ANALYZE of the relay's chain claim as a generic plan, rolled back."""
-    sql = DIALECT.chain_claim_sql()
+    sql, slots = DIALECT.chain_claim_sql()
     parts = sql.split("%s")
     numbered = "".join(f"{p}${i}" for i, p in enumerate(parts[:-1], 1)) + parts[-1]
-    offset = DIALECT.offset_param(-60_000)
-    params = [limit, offset, limit, limit, offset, max_chain, limit, limit]
+    params = bind(slots, heads=limit, limit=limit, max_chain=max_chain,
+                  lease_offset=DIALECT.offset_param(-60_000))
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         conn.execute("DEALLOCATE ALL")
@@ -100,9 +101,9 @@ def drain(conn: psycopg.Connection[Any], limit: int, max_chain: int) -> tuple[in
         with conn.transaction():
             conn.execute(DIALECT.relay_transaction_sql or "SELECT 1")
             began = time.monotonic()
-            rows = conn.execute(DIALECT.chain_claim_sql(), [
-                limit, offset, limit, limit, offset, max_chain, limit, limit],
-                prepare=True).fetchall()
+            sql, slots = DIALECT.chain_claim_sql()
+            rows = conn.execute(sql, bind(slots, heads=limit, limit=limit, max_chain=max_chain,
+                                          lease_offset=offset), prepare=True).fetchall()
             slowest = max(slowest, time.monotonic() - began)
             claims += 1
             if not rows:

@@ -25,6 +25,7 @@ import psycopg
 from benchmarks.postgres import ensure_database
 from eventferry_django.naming import TableName
 from eventferry_django.store.postgresql import PostgresqlDialect
+from eventferry_django.store.sql import bind
 
 DATABASE = "eventferry_queue_vacuum"
 DIALECT = PostgresqlDialect(TableName("outbox"))
@@ -73,10 +74,11 @@ def heap_fetches(plan: Any) -> int:
 def timed_claim(conn: psycopg.Connection[Any]) -> tuple[float, int]:
     """One claim of 100 (the relay's statement), rolled back: milliseconds, heap
     fetches."""
-    params = [100, DIALECT.offset_param(-60_000), 100, 100]
+    sql, slots = DIALECT.claim_sql()
+    params = bind(slots, heads=100, limit=100, lease_offset=DIALECT.offset_param(-60_000))
     with conn.transaction(force_rollback=True):
         cursor = psycopg.ClientCursor(conn)
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DIALECT.claim_sql(), params)
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
         [[plan]] = cursor.fetchall()
     return float(plan[0]["Execution Time"]), heap_fetches(plan)
 

@@ -26,6 +26,7 @@ from eventferry_django.publishers.base import (
 )
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore
+from eventferry_django.store.sql import bind, chain_share, chain_share_sql
 
 from .engine_gaps import babelfish_gap
 
@@ -190,3 +191,18 @@ def test_a_refused_row_mid_chain_is_one_order_break_and_the_rest_is_done(
         (Status.DONE, 0)]
     assert (f"order break in aggregate agg/a: outbox row(s) [{rows[ids[2]]}] refused, later "
             f"row(s) [{rows[ids[3]]}, {rows[ids[4]]}]") in caplog.text
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_the_claims_sql_share_is_the_python_chain_share() -> None:
+    """MariaDB computes a chain's share in Python, PostgreSQL in the claim: the same
+    formula, evaluated by the server here for a grid of claims."""
+    grid = [(chain, limit, heads) for chain in (1, 2, 7, 100) for limit in (1, 9, 100, 500)
+            for heads in (0, 1, 3, 64, 500)]
+    share_sql, slots = chain_share_sql("h.n", least=True)
+    with connection.cursor() as cursor:
+        for max_chain, limit, heads in grid:
+            cursor.execute(f"SELECT {share_sql} FROM (SELECT %s AS n) AS h",
+                           [*bind(slots, max_chain=max_chain, limit=limit), heads])
+            [(in_sql,)] = cursor.fetchall()
+            assert in_sql == chain_share(max_chain, limit, heads), (max_chain, limit, heads)

@@ -18,6 +18,7 @@ from django.db import connection
 
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.store.outbox import OutboxStore
+from eventferry_django.store.sql import bind
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -72,7 +73,8 @@ def assert_head_probes_seek(plan: list[dict[str, Any]]) -> None:
 
 def test_the_fresh_head_scan_walks_the_claim_index_in_order(deep_outbox: None) -> None:
     dialect = OutboxStore().dialect
-    plan = explain(dialect.fresh_candidates_sql(), [10])
+    sql, params = dialect.fresh_candidates_sql()
+    plan = explain(sql, bind(params, heads=10))
     # No sort: the scan stops at its limit instead of probing every pending row first.
     assert plan[0]["key"] == dialect.name.claim_index, plan
     assert "filesort" not in str(plan[0]["extra"]).lower(), plan

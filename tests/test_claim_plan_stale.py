@@ -23,6 +23,7 @@ from django.db import connection
 
 from eventferry_django.models import OutboxEvent
 from eventferry_django.store.outbox import OutboxStore
+from eventferry_django.store.sql import bind
 from eventferry_django.store.statistics import StatisticsKeeper
 
 AGGREGATES = 100
@@ -166,10 +167,11 @@ def generic_claim_plan() -> dict[str, Any]:
     """EXPLAIN ANALYZE of the relay's chain claim of CLAIM rows, planned generic as the
     relay's prepared statement is; rolled back."""
     dialect = OutboxStore().dialect
-    parts = dialect.chain_claim_sql().split("%s")  # type: ignore[attr-defined]
+    sql, slots = dialect.chain_claim_sql()  # type: ignore[attr-defined]
+    parts = sql.split("%s")
     numbered = "".join(f"{p}${i}" for i, p in enumerate(parts[:-1], 1)) + parts[-1]
-    offset = dialect.offset_param(-60_000)
-    params = [CLAIM, offset, CLAIM, CLAIM, offset, 100, CLAIM, CLAIM]
+    params = bind(slots, heads=CLAIM, limit=CLAIM, max_chain=100,
+                  lease_offset=dialect.offset_param(-60_000))
     with connection.cursor() as cursor:
         cursor.execute("BEGIN")
         try:
@@ -299,10 +301,10 @@ def test_mariadb_claim_reads_about_what_it_hands_out_under_done_only_statistics(
             cursor.fetchall()
     store = OutboxStore()
     dialect = store.dialect
-    for sql, params in ((dialect.fresh_candidates_sql(), [CLAIM]),
-                        (dialect.overdue_candidates_sql(), [-60_000_000, CLAIM])):
+    for sql, slots in (dialect.fresh_candidates_sql(), dialect.overdue_candidates_sql()):
         with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN {sql}", params)
+            cursor.execute(f"EXPLAIN {sql}", bind(slots, heads=CLAIM,
+                                                  lease_offset=-60_000_000))
             columns = [c[0].lower() for c in cursor.description]
             plan = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
         keys = {row["key"] for row in plan}

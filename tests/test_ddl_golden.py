@@ -194,9 +194,10 @@ def test_every_tsql_dml_statement_parses(operation: str) -> None:
 
 def test_tsql_claim_batch_parts_parse_and_hold_the_contract() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    batch = dialect.claim_sql()
-    declare, update, result = (dialect.claim_declare_sql(), dialect.claim_update_sql(),
-                               dialect.claim_result_sql())
+    batch, params = dialect.claim_sql()
+    assert params == ["limit", "lease_offset"]  # the TOP, then the lease in the predicate
+    declare, (update, _), result = (dialect.claim_declare_sql(), dialect.claim_update_sql(),
+                                    dialect.claim_result_sql())
     for part in (declare, update, result):
         assert part in batch
         _parse_one(as_tsql_parameters(part))
@@ -220,8 +221,8 @@ def test_tsql_claim_batch_parts_parse_and_hold_the_contract() -> None:
 
 def test_tsql_chained_claim_parses_and_never_lets_a_later_row_out_first() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    batch = dialect.claim_sql(chained=True)
-    heads, chains = dialect.claim_heads_sql(), dialect.claim_chains_sql()
+    batch, params = dialect.claim_sql(chained=True)
+    (heads, _), (chains, _) = dialect.claim_heads_sql(), dialect.claim_chains_sql()
     declare = dialect.claim_declare_sql(chained=True)
     assert heads in batch and chains in batch and declare in batch
     for part in declare.split(";\n"):
@@ -244,11 +245,13 @@ def test_tsql_chained_claim_parses_and_never_lets_a_later_row_out_first() -> Non
     assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in chains
     assert "r.unbroken = 1" in chains and "c.[id] > h.[id]" in chains
     # Each chain reads at most its share of the batch.
-    share = dialect.claim_share_sql()
+    share, _ = dialect.claim_share_sql()
     assert share in batch and "TOP (@share)" in chains
     assert isinstance(_parse_one(as_tsql_parameters(share)), exp.Select)
     # Parameters: heads' TOP, lease; the share (4); the claim's TOP, lease.
-    assert batch.count("%s") == 8
+    assert batch.count("%s") == len(params) == 8
+    assert params == ["heads", "lease_offset", "limit", "max_chain", "limit", "max_chain",
+                      "limit", "lease_offset"]
     assert "ISOLATION LEVEL" not in batch and "GETDATE" not in batch
 
 
@@ -455,7 +458,7 @@ def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> No
     whoever uses it next (a pool's next borrower): row counts gone, every error dooming
     the transaction. So the batch turns both off itself, after the result and before a
     re-raised error alike."""
-    batch = MicrosoftDialect(TableName("outbox")).claim_sql()
+    batch, _ = MicrosoftDialect(TableName("outbox")).claim_sql()
     reset = "SET NOCOUNT OFF;\nSET XACT_ABORT OFF;"
     assert batch.rstrip().endswith(reset)
     catch = batch.split("BEGIN CATCH", 1)[1].split("END CATCH;", 1)[0]
@@ -505,7 +508,7 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> N
     FORCED they stay literals: the claim is sent already parameterized, and such
     statements are left alone.)"""
     dialect = MicrosoftDialect(TableName("outbox"))
-    scan = dialect.claim_update_sql().split("JOIN (", 1)[1].split("NOT EXISTS", 1)[0]
+    scan = dialect.claim_update_sql()[0].split("JOIN (", 1)[1].split("NOT EXISTS", 1)[0]
     assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", scan)
     read = {int(code) for code in re.findall(r"c\.\[status\] = (\d)", scan)}
     claim_index = next(i for i in dialect.outbox.indexes if i.open_rows_only)

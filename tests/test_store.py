@@ -15,6 +15,7 @@ from eventferry_django import NewEvent, publish_events
 from eventferry_django.exceptions import EventferryError
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.store.outbox import Failure, OutboxStore
+from eventferry_django.store.sql import bind
 
 from .engine_gaps import babelfish_gap
 
@@ -215,7 +216,7 @@ def test_a_hot_aggregates_head_probe_stays_a_seek_in_the_generic_plan() -> None:
     # aggregate was a hash anti-join comparing every candidate with every open row (32 s
     # per claim at 20,000 rows): the 1-aggregate drain never finished.
     publish(*["hot"] * 3000)
-    sql = OutboxStore().dialect.fresh_candidates_sql().replace("%s", "$1")
+    sql = OutboxStore().dialect.fresh_candidates_sql()[0].replace("%s", "$1")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {connection.ops.quote_name('outbox')}")
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
@@ -237,11 +238,12 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
     store = OutboxStore(max_chain=500)
     for _ in range(6):
         store.ack(store.claim(500, 60))
-    sql = store.dialect.fresh_candidates_sql()
+    sql, slots = store.dialect.fresh_candidates_sql()
     with transaction.atomic(), connection.cursor() as cursor:
         # Asking for more heads than there are scans every open row: what a relay's
         # first claim, and each of its refreshes, does.
-        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", [500])
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
+                       bind(slots, heads=500))
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     buffers = plan[0]["Plan"]["Shared Hit Blocks"] + plan[0]["Plan"]["Shared Read Blocks"]

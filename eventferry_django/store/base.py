@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
 from .closed_rows import CLOSED_STATUSES, ClosedRowsSql
+from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,14 +88,6 @@ OPEN_STATUSES: tuple[int, ...] = (0, 1, 3)
 OPEN_STATUSES_SQL = f"({', '.join(map(str, OPEN_STATUSES))})"
 #: The closed statuses (done, dead: what purge and the archive read) as SQL.
 CLOSED_STATUSES_SQL = f"({', '.join(map(str, CLOSED_STATUSES))})"
-
-
-def chain_share(max_chain: int, limit: int, heads: int) -> int:
-    """How many rows may follow each of ``heads`` heads in a claim of ``limit`` rows:
-    a fair share of the batch, and never more than ``max_chain`` - 1. A hot aggregate
-    alone gets the whole batch; a hundred deep ones get a slice each, so the claim reads
-    about as many rows as it hands out instead of ``heads * max_chain``."""
-    return max(0, min(max_chain, -(-limit // max(heads, 1))) - 1)
 
 
 @dataclass(frozen=True)
@@ -262,7 +257,7 @@ class Dialect(ClosedRowsSql):
         self.name = name.for_vendor(self.vendor)
         self.native_json = native_json
         self.table = self.name.quoted(self.vendor)
-        self._statements: dict[Hashable, str] = {}
+        self._statements: dict[Hashable, Any] = {}
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, identifier: str) -> str:
@@ -469,13 +464,13 @@ class Dialect(ClosedRowsSql):
         """``id`` restricted to ``ids``, as SQL and its parameters."""
         return f"{self.quote('id')} IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
-    def statement(self, key: Hashable, build: Callable[[], str]) -> str:
-        """SQL text that depends only on this dialect (and ``key``): built on first use,
-        so the relay's every-pass statements cost no string building."""
-        sql = self._statements.get(key)
-        if sql is None:
-            sql = self._statements[key] = build()
-        return sql
+    def statement(self, key: Hashable, build: Callable[[], T]) -> T:
+        """SQL (text, or a :data:`~.sql.Fragment` whose changing values are slots) that
+        depends only on this dialect (and ``key``): built on first use, so the relay's
+        every-pass statements cost no string building."""
+        if key not in self._statements:
+            self._statements[key] = build()
+        return self._statements[key]  # type: ignore[no-any-return]
 
     def insert_sql(self, rows: int) -> str:
         """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
@@ -509,37 +504,41 @@ class Dialect(ClosedRowsSql):
         return tuple(f"{alias}.{self.quote(c)}"  # type: ignore[return-value]
                      for c in ("status", "next_retry_at", "claimed_at"))
 
-    def fresh_sql(self, alias: str = "c") -> str:
+    def fresh_sql(self, alias: str = "c") -> Fragment:
         """Pending rows never tried: the bulk of every claim. They sit together in the
         claim index, in id order, so a scan for them can stop after the first few."""
         status, retry_at, _ = self._claim_columns(alias)
-        return f"{status} = 0 AND {retry_at} IS NULL"
+        return f"{status} = 0 AND {retry_at} IS NULL", []
 
-    def overdue_sql(self, alias: str = "c") -> str:
+    def overdue_sql(self, alias: str = "c") -> Fragment:
         """Rows whose retry time has come, and rows whose lease expired (their relay
-        died). The placeholder is the lease timeout offset (a negative
-        :meth:`offset_param`).
+        died): claimed before :data:`~.sql.LEASE_OFFSET` (a negative offset from now).
 
         A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
         relay has renewed it (see :meth:`renew`), until ``next_retry_at``: the time
         another relay may retry it if this one falls silent."""
         status, retry_at, claimed_at = self._claim_columns(alias)
         now = self.now_sql
-        return (
+        return compose(
             f"(({status} = 3 AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
             f"OR ({status} = 0 AND {retry_at} <= {now}) "
-            f"OR ({status} = 1 AND {claimed_at} < {self.now_plus_sql()} "
-            f"AND ({retry_at} IS NULL OR {retry_at} <= {now})))"
+            f"OR ({status} = 1 AND {claimed_at} < {{}} "
+            f"AND ({retry_at} IS NULL OR {retry_at} <= {now})))",
+            self.now_plus(LEASE_OFFSET),
         )
 
-    def head_of_aggregate_sql(self, alias: str = "c") -> str:
+    def now_plus(self, offset: Any) -> Fragment:
+        """The database's UTC now plus ``offset`` (see :meth:`offset_param`)."""
+        return self.now_plus_sql(), [offset]
+
+    def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
         """No earlier row of the same aggregate is open (pending, claimed or failed)."""
         q = self.quote
         return (
             f"NOT EXISTS (SELECT 1 FROM {self.table} e{self.probe_hint} "
             f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
-        )
+        ), []
 
     #: The locking clause of a claim's candidate scans (vendors with SKIP LOCKED).
     skip_locked_sql: ClassVar[str] = ""
@@ -549,43 +548,41 @@ class Dialect(ClosedRowsSql):
     #: instead of sorting every open row.
     fresh_order: ClassVar[tuple[str, ...]] = ("status", "next_retry_at", "id")
 
-    def fresh_candidates_sql(self) -> str:
-        """Ids and aggregates of fresh heads, read in :attr:`fresh_order`. One
-        placeholder: the limit."""
+    def fresh_candidates_sql(self) -> Fragment:
+        """Ids and aggregates of fresh heads, read in :attr:`fresh_order`, at most
+        :data:`~.sql.HEADS` of them."""
         q = self.quote
         order = ", ".join(f"c.{q(column)}" for column in self.fresh_order)
-        return self.statement("fresh_candidates", lambda: (
+        return self.statement("fresh_candidates", lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
-            f"WHERE {self.fresh_sql('c')} AND {self.head_of_aggregate_sql('c')} "
-            f"ORDER BY {order} LIMIT %s{self.skip_locked_sql}"
+            f"WHERE {{}} AND {{}} ORDER BY {order} LIMIT {{}}{self.skip_locked_sql}",
+            self.fresh_sql("c"), self.head_of_aggregate_sql("c"), param(HEADS),
         ))
 
-    def overdue_candidates_sql(self) -> str:
-        """Ids and aggregates of overdue heads (few, found apart). Placeholders: lease
-        offset, limit."""
+    def overdue_candidates_sql(self) -> Fragment:
+        """Ids and aggregates of overdue heads (few, found apart), at most
+        :data:`~.sql.HEADS` of them."""
         q = self.quote
-        return self.statement("overdue_candidates", lambda: (
+        return self.statement("overdue_candidates", lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
-            f"WHERE {self.overdue_sql('c')} AND {self.head_of_aggregate_sql('c')} "
-            f"ORDER BY c.{q('id')} LIMIT %s{self.skip_locked_sql}"
+            f"WHERE {{}} AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{self.skip_locked_sql}",
+            self.overdue_sql("c"), self.head_of_aggregate_sql("c"), param(HEADS),
         ))
 
-    def claimable_status_sql(self, alias: str = "c") -> str:
-        """The row's own state lets it be claimed (whatever precedes it); one
-        placeholder, the lease timeout offset."""
-        return f"(({self.fresh_sql(alias)}) OR {self.overdue_sql(alias)})"
+    def claimable_status_sql(self, alias: str = "c") -> Fragment:
+        """The row's own state lets it be claimed (whatever precedes it)."""
+        return compose("(({}) OR {})", self.fresh_sql(alias), self.overdue_sql(alias))
 
-    def unbroken_sql(self, alias: str, window: str) -> str:
+    def unbroken_sql(self, alias: str, window: str) -> Fragment:
         """1 while every row of ``window`` up to this one is claimable by its own state,
-        0 from the first that is not: a chain stops there. One placeholder, the lease
-        timeout offset."""
-        return (f"MIN(CASE WHEN {self.claimable_status_sql(alias)} THEN 1 ELSE 0 END) "
-                f"OVER ({window})")
+        0 from the first that is not: a chain stops there."""
+        return compose(f"MIN(CASE WHEN {{}} THEN 1 ELSE 0 END) OVER ({window})",
+                       self.claimable_status_sql(alias))
 
-    def claimable_sql(self, alias: str = "c") -> str:
-        """Rows a relay may take now, each the head of its aggregate; one placeholder,
-        the lease timeout offset."""
-        return f"{self.claimable_status_sql(alias)} AND {self.head_of_aggregate_sql(alias)}"
+    def claimable_sql(self, alias: str = "c") -> Fragment:
+        """Rows a relay may take now, each the head of its aggregate."""
+        return compose("{} AND {}", self.claimable_status_sql(alias),
+                       self.head_of_aggregate_sql(alias))
 
     #: Table hint on the head-of-aggregate probe (SQL Server only).
     probe_hint: ClassVar[str] = ""

@@ -27,6 +27,7 @@ from .base import (
 )
 from .closed_rows import codes
 from .limits import SQL_SERVER_DELETE_ROWS
+from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
@@ -254,37 +255,38 @@ class MicrosoftDialect(Dialect):
                     "DECLARE @share INT")
         return sql
 
-    def claim_update_sql(self) -> str:
-        """Parameters: batch size, then the negative lease timeout in ms.
+    def claim_update_sql(self) -> Fragment:
+        """The claim without chains: the first :data:`~.sql.LIMIT` claimable heads.
 
         Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on SQL
         Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO. OUTPUT
         goes INTO a table variable because a bare OUTPUT fails once the table has a trigger.
         """
-        return self.claim_picked_sql(
-            f"SELECT TOP (%s) c.{self.quote('id')}\n"
+        return self.claim_picked_sql(compose(
+            f"SELECT TOP ({{}}) c.{self.quote('id')}\n"
             f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
-            f"        WHERE {self.claimable_sql('c')}\n"
-            f"        ORDER BY c.{self.quote('id')}"
-        )
+            "        WHERE {}\n"
+            f"        ORDER BY c.{self.quote('id')}",
+            param(LIMIT), self.claimable_sql("c"),
+        ))
 
-    def claim_picked_sql(self, picked: str) -> str:
+    def claim_picked_sql(self, picked: Fragment) -> Fragment:
         """Claim the rows whose ids ``picked`` selects, into ``@claimed``."""
         q = self.quote
         output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
-        return (
+        return compose(
             f"UPDATE o SET {self.claim_set_sql('o')}\n"
             f"    OUTPUT {output} INTO @claimed\n"
             f"    FROM {self.table} AS o\n"
             "    JOIN (\n"
-            f"        {picked}\n"
+            "        {}\n"
             f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
-            "    OPTION (MAXDOP 1)"
+            "    OPTION (MAXDOP 1)",
+            picked,
         )
 
-    def claim_heads_sql(self) -> str:
-        """The chained claim's first step: lock the heads. Parameters: the most heads to
-        take, the negative lease timeout in ms.
+    def claim_heads_sql(self) -> Fragment:
+        """The chained claim's first step: lock the first :data:`~.sql.HEADS` heads.
 
         The candidate scan READPASTs rows other claims hold, but the head probe does not
         (see :attr:`probe_hint`), so a row counts as a head only if no earlier open row of
@@ -292,27 +294,25 @@ class MicrosoftDialect(Dialect):
         a competitor's scan skips it, so only this claim reads the chain behind it.
         """
         q = self.quote
-        return (
+        return compose(
             f"INSERT INTO @heads ({q('id')}, {q('aggregate_id')})\n"
-            f"        SELECT TOP (%s) c.{q('id')}, c.{q('aggregate_id')}\n"
+            f"        SELECT TOP ({{}}) c.{q('id')}, c.{q('aggregate_id')}\n"
             f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
-            f"        WHERE {self.claimable_sql('c')}\n"
+            "        WHERE {}\n"
             f"        ORDER BY c.{q('id')}\n"
-            "        OPTION (MAXDOP 1)"
+            "        OPTION (MAXDOP 1)",
+            param(HEADS), self.claimable_sql("c"),
         )
 
-    def claim_share_sql(self) -> str:
-        """How many rows may follow each head: :func:`~.base.chain_share`. Parameters:
-        batch size, chain length, batch size, chain length."""
-        per_head = "(%s + COUNT(*) - 1) / COUNT(*)"
-        return (f"SELECT @share = CASE WHEN COUNT(*) = 0 THEN 0 WHEN {per_head} < %s "
-                f"THEN {per_head} - 1 ELSE %s - 1 END FROM @heads")
+    def claim_share_sql(self) -> Fragment:
+        """How many rows may follow each head (:func:`~.sql.chain_share_sql`)."""
+        return compose("SELECT @share = {} FROM @heads",
+                       chain_share_sql("COUNT(*)", least=False))
 
-    def claim_chains_sql(self) -> str:
+    def claim_chains_sql(self) -> Fragment:
         """The chained claim's second step: the heads and the rows chained behind them,
-        the first ``batch size`` of them in id order, each chain no longer than its
-        share (``@share``, see :meth:`claim_share_sql`). Parameters: batch size, the
-        negative lease timeout in ms.
+        the first :data:`~.sql.LIMIT` of them in id order, each chain no longer than its
+        share (``@share``, see :meth:`claim_share_sql`).
 
         Each chain walks its aggregate's next open rows in id order (the open-rows
         index) and stops at the first that is not claimable by its own state. That walk
@@ -323,25 +323,25 @@ class MicrosoftDialect(Dialect):
         """
         q = self.quote
         window = f"ORDER BY c.{q('id')} ROWS UNBOUNDED PRECEDING"
-        return self.claim_picked_sql(
-            f"SELECT TOP (%s) x.{q('id')} FROM (\n"
+        return self.claim_picked_sql(compose(
+            f"SELECT TOP ({{}}) x.{q('id')} FROM (\n"
             f"            SELECT h.{q('id')} FROM @heads AS h\n"
             "            UNION ALL\n"
             f"            SELECT r.{q('id')} FROM @heads AS h CROSS APPLY (\n"
-            f"                SELECT TOP (@share) c.{q('id')}, "
-            f"{self.unbroken_sql('c', window)} AS unbroken\n"
+            f"                SELECT TOP (@share) c.{q('id')}, {{}} AS unbroken\n"
             f"                FROM {self.table} AS c WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)\n"
             f"                WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
             f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
             f"                ORDER BY c.{q('id')}\n"
             "            ) AS r WHERE r.unbroken = 1\n"
-            f"        ) AS x ORDER BY x.{q('id')}"
-        )
+            f"        ) AS x ORDER BY x.{q('id')}",
+            param(LIMIT), self.unbroken_sql("c", window),
+        ))
 
     def claim_result_sql(self) -> str:
         return f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {self.quote('id')}"
 
-    def claim_sql(self, chained: bool = False) -> str:
+    def claim_sql(self, chained: bool = False) -> Fragment:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus
         TRY/CATCH, so any error rolls the claim back before it is re-raised. ``chained``:
         with chains (two steps, see :meth:`claim_heads_sql`).
@@ -349,16 +349,16 @@ class MicrosoftDialect(Dialect):
         SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns;
         a driver sending this as a plain batch would not, so the batch turns both off
         on its way out, after the result or before re-raising an error."""
-        steps = (f"{self.claim_heads_sql()};\n    {self.claim_share_sql()};\n"
-                 f"    {self.claim_chains_sql()}" if chained
+        steps = (join([self.claim_heads_sql(), self.claim_share_sql(),
+                       self.claim_chains_sql()], ";\n    ") if chained
                  else self.claim_update_sql())
-        return self.statement(("claim", chained), lambda: (
+        return self.statement(("claim", chained), lambda: compose(
             "SET NOCOUNT ON;\n"
             "SET XACT_ABORT ON;\n"
             f"{self.claim_declare_sql(chained)};\n"
             "BEGIN TRY\n"
             "    BEGIN TRANSACTION;\n"
-            f"    {steps};\n"
+            "    {};\n"
             "    COMMIT TRANSACTION;\n"
             "END TRY\n"
             "BEGIN CATCH\n"
@@ -369,18 +369,16 @@ class MicrosoftDialect(Dialect):
             "END CATCH;\n"
             f"{self.claim_result_sql()};\n"
             "SET NOCOUNT OFF;\n"
-            "SET XACT_ABORT OFF;"
+            "SET XACT_ABORT OFF;",
+            steps,
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
               heads: int | None = None) -> list[tuple[Any, ...]]:
-        lease_offset = self.offset_param(-lease_timeout_ms)
-        if max_chain > 1:
-            params = [min(limit, heads or limit), lease_offset, limit, max_chain, limit,
-                      max_chain, limit, lease_offset]
-        else:
-            params = [limit, lease_offset]
-        cursor.execute(self.claim_sql(chained=max_chain > 1), params)
+        sql, params = self.claim_sql(chained=max_chain > 1)
+        cursor.execute(sql, bind(params, limit=limit, heads=min(limit, heads or limit),
+                                 max_chain=max_chain,
+                                 lease_offset=self.offset_param(-lease_timeout_ms)))
         return list(cursor.fetchall())
 
     def is_transient(self, exc: BaseException) -> bool:

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
-from .base import INBOX_KEY, OPEN_STATUSES, Dialect, Index, Table, chain_share
+from .base import INBOX_KEY, OPEN_STATUSES, Dialect, Index, Table
 from .closed_rows import codes
+from .sql import Fragment, bind, chain_share, compose, join, param
 
 
 class MysqlDialect(Dialect):
@@ -105,10 +106,11 @@ class MysqlDialect(Dialect):
         q = self.quote
         lease_offset = self.offset_param(-lease_timeout_ms)
         most = limit if max_chain == 1 else min(limit, heads or limit)
-        cursor.execute(self.fresh_candidates_sql(), [most])
-        found = list(cursor.fetchall())
-        cursor.execute(self.overdue_candidates_sql(), [lease_offset, most])
-        found = sorted(found + list(cursor.fetchall()))[:most]
+        found: list[tuple[Any, ...]] = []
+        for sql, params in (self.fresh_candidates_sql(), self.overdue_candidates_sql()):
+            cursor.execute(sql, bind(params, heads=most, lease_offset=lease_offset))
+            found += cursor.fetchall()
+        found = sorted(found)[:most]
         still = set(self.still_heads(cursor, [row[0] for row in found]))
         found = [row for row in found if row[0] in still]
         if not found:
@@ -133,7 +135,7 @@ class MysqlDialect(Dialect):
                ) -> list[int]:
         """Ids of the rows behind ``heads`` (aggregate -> head id, all locked by this
         transaction) that chain onto them: each aggregate's next ``share`` open rows in
-        id order (see :func:`~.base.chain_share`), stopping at the first that is not
+        id order (see :func:`~.sql.chain_share`), stopping at the first that is not
         claimable by its own state. Competitors cannot chain these aggregates: they skip
         the locked heads, and a row behind an open row is never a head.
 
@@ -144,16 +146,17 @@ class MysqlDialect(Dialect):
         however deep the aggregates' backlogs are.
         """
         q = self.quote
-        part = (f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN "
-                f"{self.claimable_status_sql('c')} THEN 1 ELSE 0 END FROM {self.table} AS c "
-                f"WHERE c.{q('aggregate_id')} = %s AND c.{q('status')} = %s "
-                f"AND c.{q('id')} > %s ORDER BY c.{q('id')} LIMIT %s)")
-        parts, params = [], []
-        for aggregate, head in heads.items():
-            for status in OPEN_STATUSES:
-                parts.append(part)
-                params += [lease_offset, aggregate, status, head, share]
-        cursor.execute(" UNION ALL ".join(parts), params)
+        template = (f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN {{}} THEN 1 "
+                    f"ELSE 0 END FROM {self.table} AS c WHERE c.{q('aggregate_id')} = {{}} "
+                    f"AND c.{q('status')} = {{}} AND c.{q('id')} > {{}} "
+                    f"ORDER BY c.{q('id')} LIMIT {{}})")
+        own_state = self.claimable_status_sql("c")
+        sql, params = join([
+            compose(template, own_state, param(aggregate), param(status), param(head),
+                    param(share))
+            for aggregate, head in heads.items() for status in OPEN_STATUSES
+        ], " UNION ALL ")
+        cursor.execute(sql, bind(params, lease_offset=lease_offset))
         rows: dict[str, list[tuple[int, int]]] = {}
         for row_id, aggregate, claimable in cursor.fetchall():
             rows.setdefault(aggregate, []).append((row_id, claimable))
@@ -181,15 +184,16 @@ class MysqlDialect(Dialect):
             return ids
         q = self.quote
         condition, params = self.ids_condition(ids)
-        cursor.execute(
-            f"SELECT c.{q('id')} FROM {self.table} AS c WHERE c.{condition} "
-            f"AND {self.head_of_aggregate_sql('c', ignoring=f'NOT e.{condition}')}",
-            params * (1 + len(OPEN_STATUSES)),
-        )
+        sql, params = compose(f"SELECT c.{q('id')} FROM {self.table} AS c WHERE c.{{}} AND {{}}",
+                              (condition, params),
+                              self.head_of_aggregate_sql("c", ignoring=(f"NOT e.{condition}",
+                                                                        params)))
+        cursor.execute(sql, params)
         heads = {row[0] for row in cursor.fetchall()}
         return [row_id for row_id in ids if row_id in heads]
 
-    def head_of_aggregate_sql(self, alias: str = "c", ignoring: str | None = None) -> str:
+    def head_of_aggregate_sql(self, alias: str = "c", ignoring: Fragment | None = None
+                              ) -> Fragment:
         """No earlier row of the same aggregate is open, asked per open status as "the
         aggregate's first row in that status is not before this one": three index dives,
         each reading one entry of the open-rows index (``ignoring``, a condition on
@@ -207,15 +211,15 @@ class MysqlDialect(Dialect):
         claimed rows, say), reading all of them, and sorting them, for each candidate.
         """
         q = self.quote
-        rest = f" AND {ignoring}" if ignoring else ""
-        return " AND ".join(
-            f"{alias}.{q('id')} <= COALESCE((SELECT e.{q('id')} FROM {self.table} AS e "
-            f"FORCE INDEX ({q(self.name.aggregate_index)}) "
-            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
-            f"AND e.{q('status')} = {status}{rest} ORDER BY e.{q('id')} LIMIT 1), "
-            f"{alias}.{q('id')})"
+        rest = compose(" AND {}", ignoring) if ignoring else ("", [])
+        return join([
+            compose(f"{alias}.{q('id')} <= COALESCE((SELECT e.{q('id')} FROM {self.table} "
+                    f"AS e FORCE INDEX ({q(self.name.aggregate_index)}) "
+                    f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
+                    f"AND e.{q('status')} = {status}{{}} ORDER BY e.{q('id')} LIMIT 1), "
+                    f"{alias}.{q('id')})", rest)
             for status in OPEN_STATUSES
-        )
+        ], " AND ")
 
     def delete_batch(
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from ..naming import TableName
 from .base import JSON_COLUMNS, OPEN_STATUSES_SQL, Dialect, Table
 from .closed_rows import codes
+from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, param
 
 try:
     import psycopg
@@ -186,7 +187,7 @@ class PostgresqlDialect(Dialect):
 
     skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
 
-    def head_of_aggregate_sql(self, alias: str = "c") -> str:
+    def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
         """No earlier row of the candidate's aggregate is open, asked as "the nearest
         earlier open row" (a scalar MAX, which PostgreSQL turns into a backward seek from
         the candidate that stops at its first row).
@@ -208,29 +209,27 @@ class PostgresqlDialect(Dialect):
             f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')}"
             ") IS NULL"
-        )
+        ), []
 
-    def claim_sql(self) -> str:
-        """The claim as one statement, so one short transaction even in autocommit.
-        Placeholders: limit, lease offset, limit, limit. The probes have no locking
-        clause: they read committed state, in which every open status blocks."""
+    def claim_sql(self) -> Fragment:
+        """The claim as one statement, so one short transaction even in autocommit. The
+        probes have no locking clause: they read committed state, in which every open
+        status blocks."""
         q = self.quote
-        return self.statement("claim", lambda: (
-            f"WITH fresh AS ({self.fresh_candidates_sql()}), "
-            f"overdue AS ({self.overdue_candidates_sql()}), "
+        return self.statement("claim", lambda: compose(
+            "WITH fresh AS ({}), overdue AS ({}), "
             f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
-            f"ORDER BY 1 LIMIT %s) "
+            "ORDER BY 1 LIMIT {}) "
             # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
             # the CTE's size; a join may be planned as a scan of the whole table.
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
-            f"RETURNING {self.returned_columns()}"
+            f"RETURNING {self.returned_columns()}",
+            self.fresh_candidates_sql(), self.overdue_candidates_sql(), param(LIMIT),
         ))
 
-    def chain_claim_sql(self) -> str:
-        """The claim with chains, as one statement. Placeholders: heads, lease offset,
-        heads, heads (the heads, locked as in :meth:`claim_sql`), lease offset, chain
-        length, limit (the share), limit.
+    def chain_claim_sql(self) -> Fragment:
+        """The claim with chains, as one statement.
 
         Only rows behind a head this statement holds (FOR UPDATE) are read into a chain,
         so two claims never chain the same aggregate: the other one skips the head, and
@@ -238,41 +237,38 @@ class PostgresqlDialect(Dialect):
         next open rows in id order from the open-rows index and stops at the first one
         that is not claimable by its own state (held by a live lease, waiting for its
         retry time). The final id-order limit keeps a prefix of every chain. Each chain
-        reads no more than its share of the batch (see :func:`~.base.chain_share_sql`), so
-        a claim over many deep aggregates reads about the rows it hands out.
+        reads no more than its share of the batch (:func:`~.sql.chain_share_sql`), so a
+        claim over many deep aggregates reads about the rows it hands out.
         """
         q = self.quote
         window = f"ORDER BY c.{q('id')}"
-        return self.statement("chain_claim", lambda: (
-            f"WITH fresh AS ({self.fresh_candidates_sql()}), "
-            f"overdue AS ({self.overdue_candidates_sql()}), "
+        return self.statement("chain_claim", lambda: compose(
+            "WITH fresh AS ({}), overdue AS ({}), "
             f"heads AS (SELECT {q('id')}, {q('aggregate_id')} FROM fresh UNION ALL "
-            f"SELECT {q('id')}, {q('aggregate_id')} FROM overdue ORDER BY 1 LIMIT %s), "
+            f"SELECT {q('id')}, {q('aggregate_id')} FROM overdue ORDER BY 1 LIMIT {{}}), "
             f"picked AS (SELECT {q('id')} FROM heads UNION ALL "
             f"SELECT chain.{q('id')} FROM heads AS h CROSS JOIN LATERAL ("
-            f"SELECT r.{q('id')} FROM (SELECT c.{q('id')}, "
-            f"{self.unbroken_sql('c', window)} AS unbroken "
+            f"SELECT r.{q('id')} FROM (SELECT c.{q('id')}, {{}} AS unbroken "
             f"FROM {self.table} AS c WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
             f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')} "
-            f"{window} LIMIT (SELECT LEAST(%s, (%s + GREATEST(COUNT(*), 1) - 1) "
-            "/ GREATEST(COUNT(*), 1)) - 1 FROM heads)) AS r "
+            f"{window} LIMIT (SELECT {{}} FROM heads)) AS r "
             "WHERE r.unbroken = 1) AS chain "
-            f"ORDER BY 1 LIMIT %s) "
+            "ORDER BY 1 LIMIT {}) "
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
-            f"RETURNING {self.returned_columns()}"
+            f"RETURNING {self.returned_columns()}",
+            self.fresh_candidates_sql(), self.overdue_candidates_sql(), param(HEADS),
+            self.unbroken_sql("c", window), chain_share_sql("COUNT(*)", least=True),
+            param(LIMIT),
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
               heads: int | None = None) -> list[tuple[Any, ...]]:
-        lease_offset = self.offset_param(-lease_timeout_ms)
-        if max_chain > 1:
-            most = min(limit, heads or limit)
-            claimed = self.execute_often(cursor, self.chain_claim_sql(), [
-                most, lease_offset, most, most, lease_offset, max_chain, limit, limit])
-        else:
-            claimed = self.execute_often(cursor, self.claim_sql(),
-                                         [limit, lease_offset, limit, limit])
+        chained = max_chain > 1
+        sql, params = self.chain_claim_sql() if chained else self.claim_sql()
+        claimed = self.execute_often(cursor, sql, bind(
+            params, limit=limit, heads=min(limit, heads or limit) if chained else limit,
+            lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain))
         return sorted(claimed.fetchall(), key=lambda row: row[0])
 
     # A row another transaction holds is left for the next purge, never waited on.

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from .base import OPEN_STATUSES_SQL, Column, Dialect, Table
 from .closed_rows import codes
+from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 
 
 class SqliteDialect(Dialect):
@@ -72,27 +73,32 @@ class SqliteDialect(Dialect):
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
               heads: int | None = None) -> list[tuple[Any, ...]]:
+        # ``heads`` exists to keep a scan for heads short on a deep backlog; this claim
+        # ranks every open row whatever it asks for (one writer, one relay), so capping
+        # the heads would only hand out fewer rows for the same reading.
         q = self.quote
         if max_chain > 1:
-            sql = self.statement("chain_claim", lambda: self.update_claimed_sql(
-                f"SELECT r.{q('id')} FROM ({self.ranked_open_rows_sql()}) AS r "
-                f"WHERE r.position <= %s AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT %s"))
-            params = [self.offset_param(-lease_timeout_ms), max_chain, limit]
+            sql, params = self.statement("chain_claim", lambda: self.update_claimed_sql(
+                compose(f"SELECT r.{q('id')} FROM ({{}}) AS r WHERE r.position <= {{}} "
+                        f"AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT {{}}",
+                        self.ranked_open_rows_sql(), param(MAX_CHAIN), param(LIMIT))))
         else:
-            sql = self.statement("claim", lambda: self.update_claimed_sql(
-                f"SELECT c.{q('id')} FROM {self.table} AS c "
-                f"WHERE {self.claimable_sql('c')} ORDER BY c.{q('id')} LIMIT %s"))
-            params = [self.offset_param(-lease_timeout_ms), limit]
-        cursor.execute(sql, params)
+            sql, params = self.statement("claim", lambda: self.update_claimed_sql(
+                compose(f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {{}} "
+                        f"ORDER BY c.{q('id')} LIMIT {{}}",
+                        self.claimable_sql("c"), param(LIMIT))))
+        cursor.execute(sql, bind(params, lease_offset=self.offset_param(-lease_timeout_ms),
+                                 max_chain=max_chain, limit=limit))
         return sorted(cursor.fetchall(), key=lambda row: row[0])
 
-    def update_claimed_sql(self, picked: str) -> str:
+    def update_claimed_sql(self, picked: Fragment) -> Fragment:
         """Claim the rows whose ids ``picked`` selects, returning them."""
         q = self.quote
-        return (f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-                f"WHERE o.{q('id')} IN ({picked}) RETURNING {self.returned_columns()}")
+        return compose(f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
+                       f"WHERE o.{q('id')} IN ({{}}) RETURNING {self.returned_columns()}",
+                       picked)
 
-    def ranked_open_rows_sql(self) -> str:
+    def ranked_open_rows_sql(self) -> Fragment:
         """Every open row with its place among its aggregate's open rows (1: the head)
         and whether it and all before it are claimable by their own state. With one
         writer at a time no competitor can hold a row mid-claim, so the contract's chain
@@ -100,9 +106,10 @@ class SqliteDialect(Dialect):
         open-rows index's order: fine for SQLite's single relay."""
         q = self.quote
         window = f"PARTITION BY c.{q('aggregate_id')} ORDER BY c.{q('id')}"
-        return (f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
-                f"{self.unbroken_sql('c', window)} AS unbroken FROM {self.table} AS c "
-                f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}")
+        return compose(f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
+                       f"{{}} AS unbroken FROM {self.table} AS c "
+                       f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}",
+                       self.unbroken_sql("c", window))
 
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
 

@@ -1,0 +1,82 @@
+"""SQL and its parameters, travelling together.
+
+Every fragment of the claim is a ``(sql, params)`` pair, as Django's ``as_sql`` returns,
+and :func:`compose` joins fragments so that their parameters stay in the order their
+placeholders appear: no parameter list is assembled by hand and no placeholder order
+lives in a docstring.
+
+The relay's statements are built once and kept (see ``Dialect.statement``), so a value
+that changes from pass to pass is not in the kept parameters: a :class:`Slot` stands for
+it there, named where the SQL is written, and :func:`bind` gives each slot its value
+when the statement runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Fragment = tuple[str, list[Any]]
+
+
+class Slot(str):
+    """A parameter named in a kept statement, given its value by :func:`bind`."""
+
+    __slots__ = ()
+
+
+#: The negative lease timeout, as the dialect's ``offset_param`` spells it.
+LEASE_OFFSET = Slot("lease_offset")
+#: The most rows the claim hands out.
+LIMIT = Slot("limit")
+#: The most heads (aggregates) the claim takes.
+HEADS = Slot("heads")
+#: ``MAX_CHAIN``: the most rows of one aggregate in one claim.
+MAX_CHAIN = Slot("max_chain")
+
+
+def param(value: Any) -> Fragment:
+    """One placeholder for ``value`` (a :class:`Slot` or a value)."""
+    return "%s", [value]
+
+
+def compose(template: str, *parts: Fragment) -> Fragment:
+    """``template`` with its ``{}`` filled by the parts' SQL, in order; their parameters
+    follow in the same order."""
+    return (template.format(*(sql for sql, _ in parts)),
+            [value for _, params in parts for value in params])
+
+
+def bind(params: Sequence[Any], **values: Any) -> list[Any]:
+    """``params`` with every :class:`Slot` replaced by its value in ``values``."""
+    return [values[p] if isinstance(p, Slot) else p for p in params]
+
+
+def chain_share(max_chain: int, limit: int, heads: int) -> int:
+    """How many rows may follow each of ``heads`` heads in a claim of ``limit`` rows:
+    a fair share of the batch, and never more than ``max_chain`` - 1. A hot aggregate
+    alone gets the whole batch; a hundred deep ones get a slice each, so the claim reads
+    about as many rows as it hands out instead of ``heads * max_chain``.
+
+    The vendors whose claim is one statement compute it in SQL from the heads they
+    locked: :func:`chain_share_sql` spells this same formula."""
+    return max(0, min(max_chain, -(-limit // max(heads, 1))) - 1)
+
+
+def chain_share_sql(heads: str, *, least: bool) -> Fragment:
+    """:func:`chain_share` in SQL, ``heads`` being an expression that counts the locked
+    heads: with ``LEAST``/``GREATEST`` (PostgreSQL), or as a ``CASE`` (T-SQL, which has
+    no ``LEAST`` before SQL Server 2022). Parameters: :data:`MAX_CHAIN`, :data:`LIMIT`."""
+    if least:
+        return compose(f"LEAST({{}}, ({{}} + GREATEST({heads}, 1) - 1) / "
+                       f"GREATEST({heads}, 1)) - 1", param(MAX_CHAIN), param(LIMIT))
+    per_head = f"({{}} + {heads} - 1) / {heads}"
+    return compose(f"CASE WHEN {heads} = 0 THEN 0 WHEN {per_head} < {{}} "
+                   f"THEN {per_head} - 1 ELSE {{}} - 1 END",
+                   param(LIMIT), param(MAX_CHAIN), param(LIMIT), param(MAX_CHAIN))
+
+
+def join(parts: Sequence[Fragment], separator: str) -> Fragment:
+    """The parts' SQL joined by ``separator``, their parameters in the same order."""
+    return (separator.join(sql for sql, _ in parts),
+            [value for _, params in parts for value in params])
