@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test docs test-sqlite test-postgres test-mariadb test-mssql test-tds test-extras lint services browsers mariadb-headers spark benchmark clean
+.PHONY: demo test docs test-sqlite test-postgres test-mariadb test-mssql test-tds test-extras lint services browsers extras-libraries spark benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,8 @@ services:
 browsers:
 	scripts/ensure-chromium.sh
 
-mariadb-headers:
-	scripts/ensure-mariadb-headers.sh
+extras-libraries:
+	scripts/ensure-extras-libraries.sh
 
 spark:
 	scripts/ensure-spark.sh
@@ -72,7 +72,7 @@ test-tds: $(INSTALLED) services
 
 # The sdist and wheel built and passed by twine, then the wheel with each user-facing
 # extra in a clean virtualenv of its own, without dev (see the script).
-test-extras: $(INSTALLED) services mariadb-headers
+test-extras: $(INSTALLED) services extras-libraries
 	$(BIN)/python scripts/check_extras.py
 
 test: lint docs test-extras test-sqlite test-postgres test-mariadb test-tds

@@ -17,12 +17,14 @@ needs, downloading only what the wheelhouse (``$EVENTFERRY_WHEELHOUSE``, default
 once; every virtualenv then installs from that set offline.
 
 ``mysql`` is skipped, with the reason, where MariaDB's or MySQL's client headers are
-missing (``make test`` installs Debian's when run as root). ``spark`` is not checked:
+missing, and ``mssql`` where unixODBC is (``make test`` installs Debian's when run as
+root). ``spark`` is not checked:
 unpacking pyspark's 450 MB into a fresh virtualenv costs more than all the others.
 """
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -61,6 +63,11 @@ def mysql_headers() -> bool:
         subprocess.run(["pkg-config", "--exists", name], check=False).returncode == 0
         for name in ("mysqlclient", "mariadb", "libmariadb")
     ) if shutil.which("pkg-config") else False
+
+
+def odbc_library() -> bool:
+    """Whether pyodbc will find unixODBC's driver manager to load."""
+    return ctypes.util.find_library("odbc") is not None
 
 
 def build_distributions(into: Path) -> Path:
@@ -135,6 +142,9 @@ def main(names: list[str]) -> int:
     if "mysql" in extras and not mysql_headers():
         skipped["mysql"] = ("no MariaDB/MySQL client headers to build mysqlclient against "
                             "(Debian: apt-get install libmariadb-dev pkg-config)")
+    if "mssql" in extras and not odbc_library():
+        skipped["mssql"] = ("no unixODBC (libodbc.so.2) for pyodbc to load "
+                            "(Debian: apt-get install unixodbc)")
     extras = [e for e in extras if e not in skipped]
 
     started = time.monotonic()
