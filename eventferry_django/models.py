@@ -14,21 +14,22 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .codes import OPEN, StatusCode
 from .conf import orm_db_table
 
 
 class Status(models.IntegerChoices):
     """Stored as TINYINT; the codes are part of the contract and never change."""
 
-    PENDING = 0, _("pending")
-    CLAIMED = 1, _("claimed")
-    DONE = 2, _("done")
-    FAILED = 3, _("failed")
-    DEAD = 4, _("dead")
+    PENDING = StatusCode.PENDING.value, _("pending")
+    CLAIMED = StatusCode.CLAIMED.value, _("claimed")
+    DONE = StatusCode.DONE.value, _("done")
+    FAILED = StatusCode.FAILED.value, _("failed")
+    DEAD = StatusCode.DEAD.value, _("dead")
 
 
 #: States that hold back later events of the same aggregate.
-OPEN_STATUSES = (Status.PENDING, Status.CLAIMED, Status.FAILED)
+OPEN_STATUSES = tuple(Status(code) for code in OPEN)
 
 
 class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from ..codes import CLAIMED, DEAD, DONE, FAILED, OPEN, PENDING, StatusCode, sql_list
 from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
 from .closed_rows import CLOSED_STATUSES, ClosedRowsSql
 from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
@@ -83,11 +84,11 @@ MAX_BATCH = 10_000
 
 #: Status codes that hold back later events of the same aggregate (pending, claimed,
 #: failed).
-OPEN_STATUSES: tuple[int, ...] = (0, 1, 3)
+OPEN_STATUSES: tuple[int, ...] = OPEN
 #: The same, spelled as SQL because it appears in index predicates.
-OPEN_STATUSES_SQL = f"({', '.join(map(str, OPEN_STATUSES))})"
+OPEN_STATUSES_SQL = sql_list(OPEN_STATUSES)
 #: The closed statuses (done, dead: what purge and the archive read) as SQL.
-CLOSED_STATUSES_SQL = f"({', '.join(map(str, CLOSED_STATUSES))})"
+CLOSED_STATUSES_SQL = sql_list(CLOSED_STATUSES)
 
 
 @dataclass(frozen=True)
@@ -207,8 +208,8 @@ def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:
         COLUMNS,
         uniques=(Unique(name.message_id_unique, ("message_id",)),),
         checks=(
-            Check(name.status_check, "{status} IN (0, 1, 2, 3, 4)"),
-            Check(name.claimed_check, "{status} <> 1 OR {claimed_at} IS NOT NULL"),
+            Check(name.status_check, f"{{status}} IN {sql_list(StatusCode)}"),
+            Check(name.claimed_check, f"{{status}} <> {CLAIMED} OR {{claimed_at}} IS NOT NULL"),
         ),
         indexes=indexes,
     )
@@ -508,7 +509,7 @@ class Dialect(ClosedRowsSql):
         """Pending rows never tried: the bulk of every claim. They sit together in the
         claim index, in id order, so a scan for them can stop after the first few."""
         status, retry_at, _ = self._claim_columns(alias)
-        return f"{status} = 0 AND {retry_at} IS NULL", []
+        return f"{status} = {PENDING} AND {retry_at} IS NULL", []
 
     def overdue_sql(self, alias: str = "c") -> Fragment:
         """Rows whose retry time has come, and rows whose lease expired (their relay
@@ -520,9 +521,9 @@ class Dialect(ClosedRowsSql):
         status, retry_at, claimed_at = self._claim_columns(alias)
         now = self.now_sql
         return compose(
-            f"(({status} = 3 AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
-            f"OR ({status} = 0 AND {retry_at} <= {now}) "
-            f"OR ({status} = 1 AND {claimed_at} < {{}} "
+            f"(({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
+            f"OR ({status} = {PENDING} AND {retry_at} <= {now}) "
+            f"OR ({status} = {CLAIMED} AND {claimed_at} < {{}} "
             f"AND ({retry_at} IS NULL OR {retry_at} <= {now})))",
             self.now_plus(LEASE_OFFSET),
         )
@@ -593,8 +594,8 @@ class Dialect(ClosedRowsSql):
         prefix = f"{alias}." if self.qualify_set_columns else ""
         return (
             f"{prefix}{q('attempts')} = {alias}.{q('attempts')} "
-            f"+ CASE WHEN {alias}.{q('status')} = 1 THEN 1 ELSE 0 END, "
-            f"{prefix}{q('status')} = 1, {prefix}{q('claimed_at')} = {self.now_sql}"
+            f"+ CASE WHEN {alias}.{q('status')} = {CLAIMED} THEN 1 ELSE 0 END, "
+            f"{prefix}{q('status')} = {CLAIMED}, {prefix}{q('claimed_at')} = {self.now_sql}"
         )
 
     #: Whether SET targets may carry the table alias (T-SQL yes, PostgreSQL no).
@@ -627,7 +628,7 @@ class Dialect(ClosedRowsSql):
         taken back from touching rows another relay now holds."""
         condition, params = self.ids_condition(ids)
         q = self.quote
-        held = f"{q('status')} = 1 AND {q('claimed_at')} = {self.timestamp_placeholder}"
+        held = f"{q('status')} = {CLAIMED} AND {q('claimed_at')} = {self.timestamp_placeholder}"
         return f"{condition} AND {held}", [*params, lease]
 
     def is_transient(self, exc: BaseException) -> bool:
@@ -647,7 +648,7 @@ class Dialect(ClosedRowsSql):
         q = self.quote
         done = self.execute_often(
             cursor,
-            f"UPDATE {self.table} SET {q('status')} = 2, {q('processed_at')} = {self.now_sql} "
+            f"UPDATE {self.table} SET {q('status')} = {DONE}, {q('processed_at')} = {self.now_sql} "
             f"WHERE {condition}",
             params,
         )
@@ -662,7 +663,7 @@ class Dialect(ClosedRowsSql):
             condition, params = self.settle_condition([row_id], lease)
             cursor.execute(
                 f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + 1, "
-                f"{q('status')} = 3, {q('next_retry_at')} = {self.now_plus_sql()}, "
+                f"{q('status')} = {FAILED}, {q('next_retry_at')} = {self.now_plus_sql()}, "
                 f"{q('last_error')} = %s WHERE {condition}",
                 [self.offset_param(delay_ms), error, *params],
             )
@@ -677,7 +678,7 @@ class Dialect(ClosedRowsSql):
             condition, params = self.settle_condition([row_id], lease)
             cursor.execute(
                 f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + %s, "
-                f"{q('status')} = 4, {q('processed_at')} = {self.now_sql}, "
+                f"{q('status')} = {DEAD}, {q('processed_at')} = {self.now_sql}, "
                 f"{q('next_retry_at')} = NULL, {q('last_error')} = %s WHERE {condition}",
                 [1 if counts_attempt else 0, error, *params],
             )
@@ -716,7 +717,7 @@ class Dialect(ClosedRowsSql):
         condition, params = self.settle_condition(ids, lease)
         q = self.quote
         cursor.execute(
-            f"UPDATE {self.table} SET {q('status')} = 0, {q('claimed_at')} = NULL, "
+            f"UPDATE {self.table} SET {q('status')} = {PENDING}, {q('claimed_at')} = NULL, "
             f"{q('next_retry_at')} = NULL "
             f"WHERE {condition}",
             params,

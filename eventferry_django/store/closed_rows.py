@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..codes import CLOSED
+
 #: The columns an archive holds, in the contract's order.
 ARCHIVE_COLUMNS: tuple[str, ...] = (
     "id", "message_id", "topic", "aggregate_type", "aggregate_id", "partition_key",
@@ -22,7 +24,7 @@ ARCHIVE_COLUMNS: tuple[str, ...] = (
     "created_at", "processed_at", "last_error",
 )
 TIMESTAMP_COLUMNS = frozenset({"claimed_at", "next_retry_at", "created_at", "processed_at"})
-CLOSED_STATUSES = (2, 4)
+CLOSED_STATUSES = CLOSED
 
 #: The id checksum's second term: with the count and the sum of ids, a lost row and a
 #: duplicated one cannot cancel out unless they also agree on this. Both moduli are
