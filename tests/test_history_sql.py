@@ -33,11 +33,11 @@ SELECTION = ClosedRowSelection(
 
 def tsql_history(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[object]]]:
     cursor = RecordingCursor()
-    dialect.purge_archived(cursor, [(7, CUTOFF), (9, CUTOFF - dt.timedelta(seconds=1))], [2, 4])
+    dialect.closed_rows.purge_archived(cursor, [(7, CUTOFF), (9, CUTOFF - dt.timedelta(seconds=1))], [2, 4])
     [purge] = cursor.statements
     return {
-        "freeze": (dialect.selection_stats_sql(SELECTION), []),
-        "source": (dialect.source_sql(SELECTION), []),
+        "freeze": (dialect.closed_rows.selection_stats_sql(SELECTION), []),
+        "source": (dialect.closed_rows.source_sql(SELECTION), []),
         "purge_archived": purge,
     }
 
@@ -73,7 +73,7 @@ def test_tsql_history_statements_parse_and_keep_their_promises() -> None:
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql", "sqlite"])
 def test_every_vendor_renders_the_same_selection(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
-    condition = dialect.selection_condition(SELECTION)
+    condition = dialect.closed_rows.selection_condition(SELECTION)
     for part in ("IN (2, 4)", "<= 1000", ">= 1001", "<= 250000", "NOT ("):
         assert part in condition
     assert "2026-11-20 08:30:15.123" in condition and "2026-11-19 08:30:15.123" in condition

@@ -35,12 +35,12 @@ def read_outbox(
     if selection.id_range is None:
         raise ValueError("read_outbox needs a frozen selection (id_range).")
     low, high = selection.id_range
-    text = "STRING" if dialect.archive_timestamps_as_text else "TIMESTAMP"
+    text = "STRING" if dialect.closed_rows.archive_timestamps_as_text else "TIMESTAMP"
     custom = ", ".join(["id BIGINT", "status INT", "attempts INT",
                         *(f"{c} {text}" for c in _TIMESTAMPS)])
     frame = (
         spark.read.format("jdbc").options(**source.options())
-        .option("dbtable", dialect.source_sql(selection))
+        .option("dbtable", dialect.closed_rows.source_sql(selection))
         .option("partitionColumn", "id").option("lowerBound", str(low))
         .option("upperBound", str(high + 1)).option("numPartitions", str(partitions))
         .option("fetchsize", str(fetch_size))

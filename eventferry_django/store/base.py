@@ -226,15 +226,19 @@ def inbox_table(name: TableName) -> Table:
     )
 
 
-class Dialect(ClosedRowsSql):
+class Dialect:
     """All SQL of one vendor: the DDL of any :class:`Table`, the outbox's operations
     (for the outbox named at construction) and the inbox's.
 
     Subclasses set the class attributes and override the hooks whose spelling differs;
-    rendering the shared shape happens here once.
+    rendering the shared shape happens here once. The history pipeline's SQL is a part
+    of its own, :attr:`closed_rows` (a ``closed_rows_class``).
     """
 
     vendor: ClassVar[str]
+    closed_rows_class: ClassVar[type[ClosedRowsSql]]
+    #: The database's current UTC time, evaluated once per statement.
+    now_sql: ClassVar[str]
     COLUMN_TYPES: ClassVar[Mapping[str, str]]
     DEFAULTS: ClassVar[Mapping[str, str]]
     #: Whether ``CREATE INDEX ... INCLUDE (...)`` exists; without it the included
@@ -259,6 +263,8 @@ class Dialect(ClosedRowsSql):
         self.native_json = native_json
         self.table = self.name.quoted(self.vendor)
         self._statements: dict[Hashable, Any] = {}
+        #: The history pipeline's SQL over this outbox.
+        self.closed_rows = self.closed_rows_class(self)
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, identifier: str) -> str:
@@ -444,8 +450,6 @@ class Dialect(ClosedRowsSql):
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
 
-    #: The database's current UTC time, evaluated once per statement.
-    now_sql: ClassVar[str]
     #: The placeholder for a JSON value; PostgreSQL casts, the others convert implicitly.
     json_placeholder: ClassVar[str] = "%s"
 

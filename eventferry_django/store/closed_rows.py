@@ -13,9 +13,20 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ..codes import CLOSED
+
+
+class OutboxDialect(Protocol):
+    """What the history's SQL takes from the vendor's dialect."""
+
+    table: str
+    now_sql: ClassVar[str]
+    native_json: bool
+
+    def quote(self, identifier: str) -> str: ...
+
 
 #: The columns an archive holds, in the contract's order.
 ARCHIVE_COLUMNS: tuple[str, ...] = (
@@ -77,16 +88,19 @@ def codes(statuses: Sequence[int]) -> str:
 
 
 class ClosedRowsSql:
-    """The history pipeline's SQL; vendor modules override the spelling hooks."""
+    """The history pipeline's SQL over one outbox table: a part of the vendor's dialect
+    (``dialect.closed_rows``), not a base of it. Each vendor module subclasses it to
+    spell the hooks below."""
 
-    table: str
-    now_sql: ClassVar[str]
-    #: The database's UTC clock as the value :meth:`utc_now` reads (``now_sql`` unless
-    #: the vendor hands that back in a session time zone).
+    #: The database's UTC clock as the value :meth:`utc_now` reads (the dialect's
+    #: ``now_sql`` unless the vendor hands that back in a session time zone).
     utc_now_sql: ClassVar[str | None] = None
 
-    def quote(self, identifier: str) -> str:
-        raise NotImplementedError
+    def __init__(self, dialect: OutboxDialect) -> None:
+        self.table = dialect.table
+        self.quote = dialect.quote
+        self.now_sql = dialect.now_sql
+        self.native_json = dialect.native_json
 
     def utc_now(self, cursor: Any) -> dt.datetime:
         """The database's clock, which stamps processed_at: a cutoff taken from it can

@@ -25,7 +25,7 @@ from .base import (
     Index,
     Table,
 )
-from .closed_rows import codes
+from .closed_rows import ClosedRowsSql, codes
 from .limits import SQL_SERVER_DELETE_ROWS
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
 
@@ -103,7 +103,47 @@ def _unicode_literal(value: str) -> str:
     return f"N'{value}'"
 
 
+class MicrosoftClosedRows(ClosedRowsSql):
+    """The history pipeline's SQL on SQL Server."""
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"CAST('{self.archived_key_text(value)}' AS DATETIME2(3))"
+
+    def archived_key_text(self, value: dt.datetime) -> str:
+        # ISO 8601 with a T reads the same whatever the session's DATEFORMAT/language.
+        return super().archived_key_text(value).replace(" ", "T")
+
+    def timestamp_text_sql(self, column: str) -> str:
+        # Style 121: yyyy-mm-dd hh:mi:ss.mmm; jTDS has no DATETIME2 type of its own.
+        return f"CONVERT(VARCHAR(23), {self.quote(column)}, 121)"
+
+    def archive_column_sql(self, column: str) -> str:
+        if column in JSON_COLUMNS and self.native_json:
+            return f"CAST({self.quote(column)} AS NVARCHAR(MAX)) AS {self.quote(column)}"
+        return super().archive_column_sql(column)
+
+    def sum_sql(self, expression: str) -> str:
+        # SUM of a BIGINT is a BIGINT on SQL Server, which a large archive can overflow.
+        return f"SUM(CAST({expression} AS DECIMAL(38, 0)))"
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        """Row locks keep the relay's rows free while a batch goes. No READPAST: a row held
+        by another transaction (a redrive) is waited for and then re-checked, so it is
+        deleted only if it is still closed with the archived processed_at. READCOMMITTEDLOCK
+        makes that check read the committed row under RCSI too.
+        """
+        q = self.quote
+        return (
+            f"DELETE o FROM {self.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
+            f"JOIN OPENJSON(%s) WITH ({q('id')} BIGINT '$[0]', "
+            f"{q('processed_at')} DATETIME2(3) '$[1]') AS a "
+            f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
+        )
+
+
 class MicrosoftDialect(Dialect):
+    closed_rows_class = MicrosoftClosedRows
     vendor = "microsoft"
     supports_include = True
     status_keyed_probe = False
@@ -400,42 +440,6 @@ class MicrosoftDialect(Dialect):
         return int(cursor.rowcount)
 
     max_delete_batch = SQL_SERVER_DELETE_ROWS
-
-    # -- history -----------------------------------------------------------------------
-    def utc_literal(self, value: dt.datetime) -> str:
-        return f"CAST('{self.archived_key_text(value)}' AS DATETIME2(3))"
-
-    def archived_key_text(self, value: dt.datetime) -> str:
-        # ISO 8601 with a T reads the same whatever the session's DATEFORMAT/language.
-        return super().archived_key_text(value).replace(" ", "T")
-
-    def timestamp_text_sql(self, column: str) -> str:
-        # Style 121: yyyy-mm-dd hh:mi:ss.mmm; jTDS has no DATETIME2 type of its own.
-        return f"CONVERT(VARCHAR(23), {self.quote(column)}, 121)"
-
-    def archive_column_sql(self, column: str) -> str:
-        if column in JSON_COLUMNS and self.native_json:
-            return f"CAST({self.quote(column)} AS NVARCHAR(MAX)) AS {self.quote(column)}"
-        return super().archive_column_sql(column)
-
-    def sum_sql(self, expression: str) -> str:
-        # SUM of a BIGINT is a BIGINT on SQL Server, which a large archive can overflow.
-        return f"SUM(CAST({expression} AS DECIMAL(38, 0)))"
-
-    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        """Row locks keep the relay's rows free while a batch goes. No READPAST: a row held
-        by another transaction (a redrive) is waited for and then re-checked, so it is
-        deleted only if it is still closed with the archived processed_at. READCOMMITTEDLOCK
-        makes that check read the committed row under RCSI too.
-        """
-        q = self.quote
-        return (
-            f"DELETE o FROM {self.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
-            f"JOIN OPENJSON(%s) WITH ({q('id')} BIGINT '$[0]', "
-            f"{q('processed_at')} DATETIME2(3) '$[1]') AS a "
-            f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
-            f"WHERE o.{q('status')} IN ({codes(statuses)})"
-        )
 
     def record_message_sql(self, table: Table) -> str:
         """Parameters: consumer, message id, consumer, message id.

@@ -17,11 +17,31 @@ from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import INBOX_KEY, OPEN_STATUSES, Dialect, Index, Table
-from .closed_rows import codes
+from .closed_rows import ClosedRowsSql, codes
 from .sql import Fragment, bind, chain_share, compose, join, param
 
 
+class MysqlClosedRows(ClosedRowsSql):
+    """The history pipeline's SQL on MariaDB/MySQL."""
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"CAST('{self.archived_key_text(value)}' AS DATETIME(3))"
+
+    def timestamp_text_sql(self, column: str) -> str:
+        return f"DATE_FORMAT({self.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        q = self.quote
+        return (
+            f"DELETE o FROM {self.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
+            "id BIGINT PATH '$[0]', processed_at DATETIME(3) PATH '$[1]')) AS a "
+            f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
+            f"WHERE o.{q('status')} IN ({codes(statuses)})"
+        )
+
+
 class MysqlDialect(Dialect):
+    closed_rows_class = MysqlClosedRows
     vendor = "mysql"
     supports_partial_index = False
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
@@ -243,22 +263,6 @@ class MysqlDialect(Dialect):
         # 300,000-row backlog of done rows, found by benchmarks/scale.py).
         return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
                                  limit, order=("status", "processed_at", "id"))
-
-    # -- history -----------------------------------------------------------------------
-    def utc_literal(self, value: dt.datetime) -> str:
-        return f"CAST('{self.archived_key_text(value)}' AS DATETIME(3))"
-
-    def timestamp_text_sql(self, column: str) -> str:
-        return f"DATE_FORMAT({self.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
-
-    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        q = self.quote
-        return (
-            f"DELETE o FROM {self.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
-            "id BIGINT PATH '$[0]', processed_at DATETIME(3) PATH '$[1]')) AS a "
-            f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
-            f"WHERE o.{q('status')} IN ({codes(statuses)})"
-        )
 
     def record_message_sql(self, table: Table) -> str:
         # No ON CONFLICT here. IGNORE turns only the duplicate key into "0 rows": the

@@ -226,12 +226,12 @@ class OutboxStore(BoundStore):
     # -- history -----------------------------------------------------------------------
     def utc_now(self) -> dt.datetime:
         """The database's UTC clock, the one that stamps created_at and processed_at."""
-        return self._run(self.dialect.utc_now, atomic=False)
+        return self._run(self.dialect.closed_rows.utc_now, atomic=False)
 
     def selection_stats(self, selection: ClosedRowSelection) -> list[SelectionStats]:
         """Rows, id range and id checksum of a selection of closed rows, per (topic,
         status), from one statement: the archive's freeze."""
-        return self._run(lambda cursor: self.dialect.selection_stats(cursor, selection),
+        return self._run(lambda cursor: self.dialect.closed_rows.selection_stats(cursor, selection),
                          atomic=False)
 
     def purge_archived(
@@ -251,8 +251,8 @@ class OutboxStore(BoundStore):
         step = self.dialect.max_delete_batch
 
         def purge(part: Sequence[tuple[int, dt.datetime]]) -> int:
-            return self._run(lambda cursor: self.dialect.purge_archived(cursor, part, codes),
-                             atomic=False)
+            return self._run(lambda cursor: self.dialect.closed_rows.purge_archived(
+                cursor, part, codes), atomic=False)
 
         return sum(purge(rows[start:start + step]) for start in range(0, len(rows), step))
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import JSON_COLUMNS, OPEN_STATUSES_SQL, Dialect, Table
-from .closed_rows import codes
+from .closed_rows import ClosedRowsSql, codes
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, param
 
 try:
@@ -26,7 +26,43 @@ except ImportError:  # psycopg2: statements are planned each time
 NEVER_BY_COUNT = 2**31 - 1
 
 
+class PostgresqlClosedRows(ClosedRowsSql):
+    """The history pipeline's SQL on PostgreSQL."""
+
+    # UTC wall time, which reads the same whatever the session's TimeZone (Django sets it
+    # to TIME_ZONE when USE_TZ is False, and then hands timestamptz back zone-less).
+    utc_now_sql = "(statement_timestamp() AT TIME ZONE 'UTC')"
+
+    # timestamptz reaches Spark as an instant; no time zone can shift it.
+    archive_timestamps_as_text = False
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"TIMESTAMPTZ '{self.archived_key_text(value)}+00'"
+
+    def archive_column_sql(self, column: str) -> str:
+        if column in JSON_COLUMNS:
+            return f"{self.quote(column)}::text AS {self.quote(column)}"
+        return super().archive_column_sql(column)
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        # = ANY(...) keeps the plan on primary-key lookups whatever the planner guesses
+        # about unnest's size; the join then pins each id to its archived processed_at.
+        q = self.quote
+        return (
+            f"DELETE FROM {self.table} AS o "
+            "USING unnest(%s::bigint[], %s::timestamptz[]) AS a(id, processed_at) "
+            f"WHERE o.{q('id')} = ANY(%s::bigint[]) AND o.{q('id')} = a.id "
+            f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN "
+            f"({codes(statuses)})"
+        )
+
+    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
+        ids = [row_id for row_id, _ in rows]
+        return [ids, [processed_at for _, processed_at in rows], ids]
+
+
 class PostgresqlDialect(Dialect):
+    closed_rows_class = PostgresqlClosedRows
     vendor = "postgresql"
     supports_include = True
     filtered_retention_index = True
@@ -178,9 +214,6 @@ class PostgresqlDialect(Dialect):
 
     timestamp_placeholder = "%s::timestamptz"
     zoned_timestamps = True
-    # UTC wall time, which reads the same whatever the session's TimeZone (Django sets it
-    # to TIME_ZONE when USE_TZ is False, and then hands timestamptz back zone-less).
-    utc_now_sql = "(statement_timestamp() AT TIME ZONE 'UTC')"
 
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
@@ -274,30 +307,3 @@ class PostgresqlDialect(Dialect):
     # A row another transaction holds is left for the next purge, never waited on.
     purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
 
-    # -- history -----------------------------------------------------------------------
-    # timestamptz reaches Spark as an instant; no time zone can shift it.
-    archive_timestamps_as_text = False
-
-    def utc_literal(self, value: dt.datetime) -> str:
-        return f"TIMESTAMPTZ '{self.archived_key_text(value)}+00'"
-
-    def archive_column_sql(self, column: str) -> str:
-        if column in JSON_COLUMNS:
-            return f"{self.quote(column)}::text AS {self.quote(column)}"
-        return super().archive_column_sql(column)
-
-    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        # = ANY(...) keeps the plan on primary-key lookups whatever the planner guesses
-        # about unnest's size; the join then pins each id to its archived processed_at.
-        q = self.quote
-        return (
-            f"DELETE FROM {self.table} AS o "
-            "USING unnest(%s::bigint[], %s::timestamptz[]) AS a(id, processed_at) "
-            f"WHERE o.{q('id')} = ANY(%s::bigint[]) AND o.{q('id')} = a.id "
-            f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN "
-            f"({codes(statuses)})"
-        )
-
-    def purge_archived_params(self, rows: Sequence[tuple[int, dt.datetime]]) -> list[Any]:
-        ids = [row_id for row_id, _ in rows]
-        return [ids, [processed_at for _, processed_at in rows], ids]

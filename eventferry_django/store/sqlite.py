@@ -11,11 +11,42 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import OPEN_STATUSES_SQL, Column, Dialect, Table
-from .closed_rows import codes
+from .closed_rows import ClosedRowsSql, codes
 from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 
 
+class SqliteClosedRows(ClosedRowsSql):
+    """The history pipeline's SQL on SQLite."""
+
+    # Times are text here, written by the relay as strftime('%Y-%m-%d %H:%M:%f') and by
+    # the ORM with six decimals or none; comparisons go through one spelling.
+    def timestamp_sql(self, column: str, alias: str = "") -> str:
+        qualified = f"{alias}.{self.quote(column)}" if alias else self.quote(column)
+        return f"strftime('%Y-%m-%d %H:%M:%f', {qualified})"
+
+    def timestamp_text_sql(self, column: str) -> str:
+        return self.timestamp_sql(column)
+
+    def utc_literal(self, value: dt.datetime) -> str:
+        return f"'{self.archived_key_text(value)}'"
+
+    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
+        q = self.quote
+        # With parameters, Django's cursor reads %-signs: strftime's are doubled.
+        processed_at = self.timestamp_sql("processed_at", "o").replace("%", "%%")
+        # CROSS JOIN fixes the order: each listed id is one primary-key lookup, instead
+        # of a scan of the table probing the list.
+        return (
+            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT o.{q('id')} "
+            f"FROM json_each(%s) AS a CROSS JOIN {self.table} AS o "
+            f"ON o.{q('id')} = json_extract(a.value, '$[0]') "
+            f"WHERE {processed_at} = json_extract(a.value, '$[1]') "
+            f"AND o.{q('status')} IN ({codes(statuses)}))"
+        )
+
+
 class SqliteDialect(Dialect):
+    closed_rows_class = SqliteClosedRows
     vendor = "sqlite"
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "INTEGER NOT NULL",
@@ -113,29 +144,3 @@ class SqliteDialect(Dialect):
 
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
 
-    # -- history -----------------------------------------------------------------------
-    # Times are text here, written by the relay as strftime('%Y-%m-%d %H:%M:%f') and by
-    # the ORM with six decimals or none; comparisons go through one spelling.
-    def timestamp_sql(self, column: str, alias: str = "") -> str:
-        qualified = f"{alias}.{self.quote(column)}" if alias else self.quote(column)
-        return f"strftime('%Y-%m-%d %H:%M:%f', {qualified})"
-
-    def timestamp_text_sql(self, column: str) -> str:
-        return self.timestamp_sql(column)
-
-    def utc_literal(self, value: dt.datetime) -> str:
-        return f"'{self.archived_key_text(value)}'"
-
-    def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        q = self.quote
-        # With parameters, Django's cursor reads %-signs: strftime's are doubled.
-        processed_at = self.timestamp_sql("processed_at", "o").replace("%", "%%")
-        # CROSS JOIN fixes the order: each listed id is one primary-key lookup, instead
-        # of a scan of the table probing the list.
-        return (
-            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT o.{q('id')} "
-            f"FROM json_each(%s) AS a CROSS JOIN {self.table} AS o "
-            f"ON o.{q('id')} = json_extract(a.value, '$[0]') "
-            f"WHERE {processed_at} = json_extract(a.value, '$[1]') "
-            f"AND o.{q('status')} IN ({codes(statuses)}))"
-        )
