@@ -17,6 +17,7 @@ from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .contract import MAX_BATCH
 from .exceptions import ConfigurationError
 from .naming import IDENTIFIER_PATTERN, QUOTES, TableName
 
@@ -24,11 +25,10 @@ SETTING_NAME = "EVENTFERRY"
 
 #: The lease is bound as a 32-bit millisecond count on SQL Server; 24 h fits with room.
 MAX_CLAIM_TIMEOUT_SECONDS = 24 * 60 * 60
-MAX_BATCH_SIZE = 10_000
 #: More batches in flight stop paying off once the broker and the database are both busy.
 MAX_BATCHES_IN_FLIGHT = 8
 #: A chain is published within one batch, so it can never be longer than a batch.
-MAX_CHAIN = MAX_BATCH_SIZE
+MAX_CHAIN = MAX_BATCH
 
 DEFAULT_PUBLISHER = "eventferry_django.publishers.logging.LoggingPublisher"
 
@@ -100,7 +100,7 @@ SETTINGS: tuple[Setting, ...] = (
         "eventferry.E004",
     ),
     Setting(
-        "BATCH_SIZE", f"int, 1..{MAX_BATCH_SIZE:,}", 100,
+        "BATCH_SIZE", f"int, 1..{MAX_BATCH:,}", 100,
         "Rows per claim; `outbox_relay --batch-size` overrides it.",
         "eventferry.E005",
     ),
@@ -328,7 +328,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         native_json=native_json,
         database=database,
         claim_timeout=float(claim_timeout),
-        batch_size=reader.positive_int("BATCH_SIZE", MAX_BATCH_SIZE),
+        batch_size=reader.positive_int("BATCH_SIZE", MAX_BATCH),
         batches_in_flight=reader.positive_int("BATCHES_IN_FLIGHT", MAX_BATCHES_IN_FLIGHT),
         max_chain=reader.positive_int("MAX_CHAIN", MAX_CHAIN),
         max_attempts=reader.positive_int("MAX_ATTEMPTS"),

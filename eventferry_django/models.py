@@ -14,8 +14,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .codes import OPEN, StatusCode
 from .conf import orm_db_table
+from .contract import OPEN, StatusCode
 
 
 class Status(models.IntegerChoices):

@@ -33,7 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conf import MAX_BATCH_SIZE, get_settings
+from ..conf import get_settings
+from ..contract import MAX_BATCH
 from ..models import Status
 from ..operations import PURGE_STATUSES
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
@@ -81,8 +82,8 @@ class ArchiveRequest:
         if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
             raise HistoryError(f"purge_range_size must be 1..{MAX_PURGE_RANGE:,} ids, "
                                f"got {self.purge_range_size!r}.")
-        if not 1 <= self.purge_batch_size <= MAX_BATCH_SIZE:
-            raise HistoryError(f"purge_batch_size must be 1..{MAX_BATCH_SIZE:,} rows, "
+        if not 1 <= self.purge_batch_size <= MAX_BATCH:
+            raise HistoryError(f"purge_batch_size must be 1..{MAX_BATCH:,} rows, "
                                f"got {self.purge_batch_size!r}.")
 
     @property

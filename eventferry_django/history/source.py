@@ -11,12 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.base import Dialect
-from ..store.closed_rows import ClosedRowSelection
+from ..store.closed_rows import TIMESTAMP_COLUMNS, ClosedRowSelection
 from .jdbc import JdbcSource
 from .layout import RUN_PARTITION
 from .reader import archive_schema
-
-_TIMESTAMPS = ("claimed_at", "next_retry_at", "created_at", "processed_at")
 
 
 def read_outbox(
@@ -37,7 +35,7 @@ def read_outbox(
     low, high = selection.id_range
     text = "STRING" if dialect.closed_rows.archive_timestamps_as_text else "TIMESTAMP"
     custom = ", ".join(["id BIGINT", "status INT", "attempts INT",
-                        *(f"{c} {text}" for c in _TIMESTAMPS)])
+                        *(f"{c} {text}" for c in TIMESTAMP_COLUMNS)])
     frame = (
         spark.read.format("jdbc").options(**source.options())
         .option("dbtable", dialect.closed_rows.source_sql(selection))

@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..codes import CLAIMED, DEAD, DONE, FAILED, OPEN, PENDING, StatusCode, sql_list
+from ..contract import (
+    CLAIMED,
+    CLOSED,
+    DEAD,
+    DONE,
+    FAILED,
+    MAX_BATCH,
+    OPEN,
+    PENDING,
+    StatusCode,
+    sql_list,
+)
 from ..naming import MAX_IDENTIFIER_LENGTH, QUOTES, TableName
-from .closed_rows import CLOSED_STATUSES, ClosedRowsSql
 from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
+
+if TYPE_CHECKING:
+    from .closed_rows import ClosedRowsSql
 
 T = TypeVar("T")
 
@@ -79,8 +92,6 @@ INSERT_COLUMNS: tuple[str, ...] = (
 #: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
 CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at")
 
-#: The most rows one claim or purge batch may touch.
-MAX_BATCH = 10_000
 
 #: Status codes that hold back later events of the same aggregate (pending, claimed,
 #: failed).
@@ -88,7 +99,7 @@ OPEN_STATUSES: tuple[int, ...] = OPEN
 #: The same, spelled as SQL because it appears in index predicates.
 OPEN_STATUSES_SQL = sql_list(OPEN_STATUSES)
 #: The closed statuses (done, dead: what purge and the archive read) as SQL.
-CLOSED_STATUSES_SQL = sql_list(CLOSED_STATUSES)
+CLOSED_STATUSES_SQL = sql_list(CLOSED)
 
 
 @dataclass(frozen=True)

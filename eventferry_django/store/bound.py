@@ -18,9 +18,10 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from ..conf import get_settings
+from ..contract import MAX_BATCH
 from ..exceptions import EventferryError
 from . import dialect_for
-from .base import MAX_BATCH, Dialect
+from .base import Dialect
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from ..codes import CLOSED
+from ..contract import CLOSED
+from .base import COLUMNS
 
 
 class OutboxDialect(Protocol):
@@ -28,13 +29,10 @@ class OutboxDialect(Protocol):
     def quote(self, identifier: str) -> str: ...
 
 
-#: The columns an archive holds, in the contract's order.
-ARCHIVE_COLUMNS: tuple[str, ...] = (
-    "id", "message_id", "topic", "aggregate_type", "aggregate_id", "partition_key",
-    "payload", "headers", "trace_id", "status", "attempts", "claimed_at", "next_retry_at",
-    "created_at", "processed_at", "last_error",
-)
-TIMESTAMP_COLUMNS = frozenset({"claimed_at", "next_retry_at", "created_at", "processed_at"})
+#: The columns an archive holds: every column of the outbox, in the contract's order.
+ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS)
+#: The archive's timestamp columns, in the same order.
+TIMESTAMP_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.kind == "timestamp")
 CLOSED_STATUSES = CLOSED
 
 #: The id checksum's second term: with the count and the sum of ids, a lost row and a

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conf import get_settings
+from ..contract import MAX_BATCH
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
-from .base import MAX_BATCH, Dialect
+from .base import Dialect
 from .bound import BoundStore
 from .closed_rows import ClosedRowSelection, SelectionStats
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
-from ...conf import MAX_BATCH_SIZE
+from ...contract import MAX_BATCH
 from ...history.archive import (
     DEFAULT_PURGE_BATCH,
     DEFAULT_PURGE_RANGE,
@@ -51,12 +51,12 @@ class Command(EventferryCommand):
                             metavar="IDS",
                             help="The purge reads the archived rows back one range of this "
                             f"many ids at a time (default: {DEFAULT_PURGE_RANGE}).")
-        parser.add_argument("--purge-batch-size", type=int_range(1, MAX_BATCH_SIZE),
+        parser.add_argument("--purge-batch-size", type=int_range(1, MAX_BATCH),
                             metavar="ROWS",
                             help="Rows deleted per purge statement; SQL Server's are at most "
                             f"{SQL_SERVER_DELETE_ROWS:,} whatever this says (default: "
                             f"{DEFAULT_PURGE_BATCH}).")
-        parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH_SIZE), metavar="N",
+        parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH), metavar="N",
                             help="Deprecated: --purge-range-size N --purge-batch-size N.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print what would be archived, per topic and status; "

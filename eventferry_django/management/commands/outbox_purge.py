@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from ...conf import MAX_BATCH_SIZE
+from ...contract import MAX_BATCH
 from ...operations import PURGE_STATUSES, PurgeResult, purge, purge_inbox
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand
@@ -38,7 +38,7 @@ class Command(EventferryCommand):
         parser.add_argument("--consumer",
                             help="With --inbox: only this consumer's records (default: all).")
         parser.add_argument(
-            "--batch-size", type=int_range(1, MAX_BATCH_SIZE), default=1000,
+            "--batch-size", type=int_range(1, MAX_BATCH), default=1000,
             help="Rows deleted per statement (default: %(default)s; above 5,000 SQL Server "
             "may escalate to a table lock).",
         )

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from ...conf import MAX_BATCH_SIZE, MAX_BATCHES_IN_FLIGHT
+from ...conf import MAX_BATCHES_IN_FLIGHT
+from ...contract import MAX_BATCH
 from ...exceptions import ConfigurationError
 from ...metrics import METRICS_ADDR, start_metrics_server
 from ...relay import Relay, RelayConfig, default_relay_id
@@ -34,7 +35,7 @@ class Command(EventferryCommand):
             "or another relay's lease do not keep it running).",
         )
         parser.add_argument(
-            "--batch-size", type=int_range(1, MAX_BATCH_SIZE),
+            "--batch-size", type=int_range(1, MAX_BATCH),
             help=f"Events claimed per pass (default: {setting_default('BATCH_SIZE')}).",
         )
         parser.add_argument(

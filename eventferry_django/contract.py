@@ -1,5 +1,6 @@
-"""The contract's status codes, stable forever, and the groups of them that the SQL and
-the ORM share. Every SQL string and every model choice is written from these."""
+"""The store contract's vocabulary, defined once: the status codes (stable forever) and
+the groups of them that the SQL and the ORM share, and the batch bound. Every SQL string,
+every model choice and every command's range check is written from these."""
 
 from __future__ import annotations
 
@@ -28,3 +29,8 @@ def sql_list(codes: Iterable[int]) -> str:
     """``codes`` as an SQL list, ``(0, 1, 3)``: literals, which a filtered index's
     predicate can be matched against (a bound parameter cannot)."""
     return f"({', '.join(str(int(code)) for code in codes)})"
+
+
+#: The most rows one claim, settlement or delete touches (and the largest batch size a
+#: setting or a command may ask for).
+MAX_BATCH = 10_000
