@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .publishing import NewEvent, publish_event, publish_events
+    from .enqueue import NewEvent, publish_event, publish_events
     from .serialization import RawJSON
 
 __all__ = ["NewEvent", "RawJSON", "publish_event", "publish_events"]

@@ -34,8 +34,8 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from .conf import get_settings
+from .maintenance import RedriveSelection, delete_dead, redrive
 from .models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
-from .operations import RedriveSelection, delete_dead, redrive
 
 #: Most rows one action may touch: the ids travel as one IN list, and SQL Server accepts
 #: at most 2,100 parameters a statement. Bigger clean-ups belong to ``outbox_redrive``

@@ -20,7 +20,7 @@ from typing import Any
 from celery import shared_task
 
 from .history.archive import ArchiveRequest, archive
-from .operations import parse_duration, purge, purge_inbox
+from .maintenance import parse_duration, purge, purge_inbox
 from .relay import Relay, RelayConfig
 
 

@@ -24,8 +24,8 @@ from eventferry_django.history.archive import Archiver, ArchiveRequest, archive
 from eventferry_django.history.errors import EXIT_BUSY
 from eventferry_django.history.reader import read_committed
 from eventferry_django.history.storage import ArchiveFiles
+from eventferry_django.maintenance import RedriveSelection, redrive
 from eventferry_django.models import OutboxEvent, Status
-from eventferry_django.operations import RedriveSelection, redrive
 from eventferry_django.store.outbox import OutboxStore
 
 from .history_data import archived_candidates, seed

@@ -20,9 +20,9 @@ from django.utils import timezone
 from eventferry_django.ddl import create_statements
 from eventferry_django.exceptions import InvalidMessage, NotInTransaction
 from eventferry_django.inbox import DUPLICATE, handle_once, record_message
+from eventferry_django.maintenance import purge_inbox
 from eventferry_django.models import InboxMessage
 from eventferry_django.naming import TableName
-from eventferry_django.operations import purge_inbox
 
 from .engine_gaps import babelfish_gap
 from .testapp.models import Shipment

@@ -33,6 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.conf import get_settings
+from eventferry_django.maintenance import RedriveSelection, redrive
 from eventferry_django.metrics import (
     BACKLOG_METRICS,
     BacklogCollector,
@@ -41,7 +42,6 @@ from eventferry_django.metrics import (
     unregister_backlog_collector,
 )
 from eventferry_django.models import OutboxEvent, Status
-from eventferry_django.operations import RedriveSelection, redrive
 from eventferry_django.publishers.base import OutboundMessage, Outcome, Publisher, PublishResult
 from eventferry_django.relay import Relay, RelayConfig
 

@@ -19,8 +19,8 @@ from django.test import override_settings
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.inbox import record_message
+from eventferry_django.maintenance import RedriveSelection, purge, purge_inbox, redrive
 from eventferry_django.models import InboxMessage, OutboxEvent, Status
-from eventferry_django.operations import RedriveSelection, purge, purge_inbox, redrive
 from eventferry_django.store.outbox import Failure, OutboxStore
 
 pytestmark = pytest.mark.django_db(transaction=True)

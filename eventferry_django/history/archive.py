@@ -35,8 +35,8 @@ from typing import Any
 
 from ..conf import get_settings
 from ..contract import MAX_BATCH
+from ..maintenance import PURGE_STATUSES
 from ..models import Status
-from ..operations import PURGE_STATUSES
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
 from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore

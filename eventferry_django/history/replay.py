@@ -27,10 +27,10 @@ from typing import Any
 from django.db import transaction
 
 from ..conf import get_settings
+from ..enqueue import NewEvent, publish_events
 from ..exceptions import InvalidEvent
+from ..maintenance import PURGE_STATUSES
 from ..models import OutboxEvent
-from ..operations import PURGE_STATUSES
-from ..publishing import NewEvent, publish_events
 from .errors import HistoryError
 from .jdbc import outbox_source
 from .reader import read_committed

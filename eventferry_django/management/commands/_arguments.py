@@ -15,7 +15,7 @@ from django.utils.dateparse import parse_datetime
 
 from ...conf import DEFAULTS, get_settings
 from ...exceptions import EventferryError
-from ...operations import DURATION_PATTERN, parse_duration, utc_ago
+from ...maintenance import DURATION_PATTERN, parse_duration, utc_ago
 
 
 def setting_default(key: str) -> str:

@@ -18,7 +18,7 @@ from ...history.archive import (
 )
 from ...history.errors import EXIT_USAGE
 from ...history.manifest import STATUS_NAMES
-from ...operations import PURGE_STATUSES
+from ...maintenance import PURGE_STATUSES
 from ...store.limits import SQL_SERVER_DELETE_ROWS
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...contract import MAX_BATCH
-from ...operations import PURGE_STATUSES, PurgeResult, purge, purge_inbox
+from ...maintenance import PURGE_STATUSES, PurgeResult, purge, purge_inbox
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...exceptions import EventferryError
-from ...operations import RedriveSelection, redrive
+from ...maintenance import RedriveSelection, redrive
 from ._arguments import add_database_argument, database_alias, int_range, moment
 from ._base import EventferryCommand
 

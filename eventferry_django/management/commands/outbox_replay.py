@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...history.replay import ORIGINAL_ID_HEADER, REPLAY_ID_HEADER, ReplayRequest, replay
-from ...operations import PURGE_STATUSES
+from ...maintenance import PURGE_STATUSES
 from ._arguments import add_database_argument, database_alias
 from ._base import EventferryCommand
 from ._history import (
