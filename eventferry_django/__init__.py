@@ -19,8 +19,8 @@ __version__ = "0.1.0.dev0"
 
 
 #: Where each public name lives.
-_MODULES = {"NewEvent": "publishing", "publish_event": "publishing",
-            "publish_events": "publishing", "RawJSON": "serialization"}
+_MODULES = {"NewEvent": "enqueue", "publish_event": "enqueue",
+            "publish_events": "enqueue", "RawJSON": "serialization"}
 
 
 def __getattr__(name: str) -> Any:

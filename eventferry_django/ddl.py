@@ -12,7 +12,7 @@ from typing import Literal
 from .conf import get_settings
 from .naming import TableName
 from .store import Dialect, dialect_for
-from .store.base import Table
+from .store.tables import Table
 
 #: eventferry's tables, as the migrations and ``outbox_sql`` name them.
 TableKind = Literal["outbox", "inbox"]

@@ -23,7 +23,7 @@ from .naming import TableName
 from .serialization import encode_json, encode_payload, unstorable_text
 from .signals import events_committed
 from .store import Dialect, dialect_for
-from .store.base import INSERT_COLUMNS
+from .store.tables import INSERT_COLUMNS
 from .tracing import current_traceparent
 from .transactions import require_transaction
 

@@ -15,8 +15,8 @@ from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.base import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 from eventferry_django.store.microsoft import MicrosoftDialect
+from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
 from .golden import assert_golden
 

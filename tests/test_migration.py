@@ -21,8 +21,8 @@ from eventferry_django.ddl import (
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.base import COLUMNS, INBOX_COLUMNS, Table
 from eventferry_django.store.postgresql import PostgresqlDialect
+from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, Table
 
 from . import introspection
 from .engine_gaps import babelfish_gap

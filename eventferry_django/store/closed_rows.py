@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..contract import CLOSED
-from .base import COLUMNS
+from .tables import COLUMNS
 
 
 class OutboxDialect(Protocol):

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from django.db import Error
 
 from ..conf import get_settings
-from .base import Table
 from .bound import BoundStore
+from .tables import Table
 
 
 class InboxStore(BoundStore):

@@ -15,19 +15,11 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import (
-    CLAIM_COLUMNS,
-    INBOX_KEY,
-    JSON_COLUMNS,
-    OPEN_STATUSES_SQL,
-    Column,
-    Dialect,
-    Index,
-    Table,
-)
+from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .limits import SQL_SERVER_DELETE_ROWS
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
+from .tables import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, OPEN_STATUSES_SQL, Column, Index, Table
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
-from .base import INBOX_KEY, OPEN_STATUSES, Dialect, Index, Table
+from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .sql import Fragment, bind, chain_share, compose, join, param
+from .tables import INBOX_KEY, OPEN_STATUSES, Index, Table
 
 
 class MysqlClosedRows(ClosedRowsSql):

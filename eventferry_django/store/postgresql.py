@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
-from .base import JSON_COLUMNS, OPEN_STATUSES_SQL, Dialect, Table
+from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, param
+from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
 try:
     import psycopg

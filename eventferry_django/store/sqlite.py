@@ -10,9 +10,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from .base import OPEN_STATUSES_SQL, Column, Dialect, Table
+from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
+from .tables import OPEN_STATUSES_SQL, Column, Table
 
 
 class SqliteClosedRows(ClosedRowsSql):

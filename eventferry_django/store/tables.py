@@ -1,0 +1,214 @@
+"""The contract's tables, described once: their columns, constraints and indexes, and
+the index sets each migration leaves. Every vendor's dialect renders these shapes into
+its own DDL (see :class:`~.base.Dialect`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..contract import CLAIMED, CLOSED, OPEN, StatusCode, sql_list
+from ..naming import MAX_IDENTIFIER_LENGTH, TableName
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # a key of the dialect's COLUMN_TYPES
+    nullable: bool = False
+    default: str | None = None  # a key of the dialect's DEFAULTS
+
+
+#: The contract's table, in order. ``kind`` and ``default`` are logical names that each
+#: dialect maps to its own types and expressions.
+COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("message_id", "text64"),
+    Column("topic", "text255"),
+    Column("aggregate_type", "text255"),
+    Column("aggregate_id", "text255"),
+    Column("partition_key", "text255", nullable=True),
+    Column("payload", "json"),
+    Column("headers", "json", default="empty_json"),
+    Column("trace_id", "text255", nullable=True),
+    Column("status", "tinyint", default="zero"),
+    Column("attempts", "int", default="zero"),
+    Column("claimed_at", "timestamp", nullable=True),
+    Column("next_retry_at", "timestamp", nullable=True),
+    Column("created_at", "timestamp", default="now"),
+    Column("processed_at", "timestamp", nullable=True),
+    Column("last_error", "text4000", nullable=True),
+)
+
+JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
+
+#: The consumers' inbox: one row per (consumer, message id) handled. The clustered key is
+#: an ascending id, not the random message ids, so inserts append instead of splitting
+#: pages; the unique key is what turns a redelivered message into "handled already".
+INBOX_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("consumer", "text255"),
+    Column("message_id", "text64"),
+    Column("handled_at", "timestamp", default="now"),
+)
+
+#: The inbox's unique key, in the order its index is built and probed.
+INBOX_KEY: tuple[str, ...] = ("consumer", "message_id")
+
+#: Columns publish_event() writes; the rest take their database defaults.
+INSERT_COLUMNS: tuple[str, ...] = (
+    "message_id",
+    "topic",
+    "aggregate_type",
+    "aggregate_id",
+    "partition_key",
+    "payload",
+    "headers",
+    "trace_id",
+)
+
+#: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
+CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at")
+
+
+#: Status codes that hold back later events of the same aggregate (pending, claimed,
+#: failed).
+OPEN_STATUSES: tuple[int, ...] = OPEN
+#: The same, spelled as SQL because it appears in index predicates.
+OPEN_STATUSES_SQL = sql_list(OPEN_STATUSES)
+#: The closed statuses (done, dead: what purge and the archive read) as SQL.
+CLOSED_STATUSES_SQL = sql_list(CLOSED)
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    keys: tuple[str, ...]
+    include: tuple[str, ...] = ()
+    open_rows_only: bool = False
+    #: Filtered on the closed statuses (done, dead), where the vendor has filtered
+    #: indexes; exclusive with ``open_rows_only``.
+    closed_rows_only: bool = False
+
+
+@dataclass(frozen=True)
+class Unique:
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A CHECK constraint; ``expression`` writes each column as ``{column}``, which the
+    dialect replaces with the quoted name. JSON checks are not listed: they follow from
+    the ``json`` columns, as the vendor spells them (or leaves them to the type)."""
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table's shape, rendered into guarded, idempotent DDL by any dialect.
+
+    The primary key is always ``id``; its name and every other object name embed the
+    table name, so a DBA can tell which table an index serves.
+    """
+
+    name: TableName
+    columns: tuple[Column, ...]
+    uniques: tuple[Unique, ...] = ()
+    checks: tuple[Check, ...] = ()
+    indexes: tuple[Index, ...] = ()
+
+    @property
+    def json_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.kind == "json")
+
+    def object_names(self) -> tuple[str, ...]:
+        """The table's name and every name derived from it."""
+        return (
+            self.name.table,
+            self.name.primary_key,
+            *(u.name for u in self.uniques),
+            *(self.name.json_check(c) for c in self.json_columns),
+            *(c.name for c in self.checks),
+            *(self.name.default_constraint(c.name) for c in self.columns if c.default),
+            *(i.name for i in self.indexes),
+        )
+
+    def too_long_for(self, vendor: str) -> list[str]:
+        """Names the vendor would truncate (PostgreSQL silently does, so two index names
+        could collide)."""
+        limit = MAX_IDENTIFIER_LENGTH.get(vendor)
+        if limit is None:
+            return []
+        return [name for name in self.object_names() if len(name) > limit]
+
+
+def contract_indexes(name: TableName, *, partial: bool = True) -> tuple[Index, ...]:
+    """The contract's three indexes. Without ``partial`` (filtered) indexes, ``status``
+    becomes the open-rows index's second key column, so its probes seek straight to the
+    open statuses instead of walking an aggregate's closed history."""
+    open_rows = (
+        Index(name.aggregate_index, ("aggregate_id", "id"), open_rows_only=True)
+        if partial
+        else Index(name.aggregate_index, ("aggregate_id", "status", "id"))
+    )
+    return (
+        # The head-of-aggregate probe ("is there an earlier open row of this aggregate?")
+        # and the chain walk ("the open rows after the head, in id order").
+        open_rows,
+        # The claim scan, over open rows only, so retained done rows cost it nothing.
+        Index(
+            name.claim_index,
+            ("status", "next_retry_at", "id"),
+            include=("aggregate_id", "claimed_at"),
+            open_rows_only=True,
+        ),
+        # The retention scan of purge.
+        Index(name.retention_index, ("status", "processed_at")),
+    )
+
+
+def first_release_probe_index(name: TableName, *, status_keyed: bool) -> Index:
+    """The head-of-aggregate index of the first release (migration 0001 as released),
+    which migration 0005 replaces with the open-rows index; rebuilt when 0005 is
+    reversed."""
+    if status_keyed:
+        return Index(name.first_release_aggregate_index, ("aggregate_id", "status", "id"))
+    return Index(name.first_release_aggregate_index, ("aggregate_id", "id"), include=("status",))
+
+
+def closed_rows_index(name: TableName) -> Index:
+    """The retention index of migration 0007: ``(status, processed_at)`` over closed rows
+    only. Purge and the archive read closed rows by status and processing time; the
+    claim's open-status predicates cannot use an index that holds no open row, so
+    however stale the statistics, the planner cannot walk it for them (issue 22: the
+    unfiltered index served the claim's open-status scans and probes after a restart
+    left the statistics stale, 6-13 s a claim)."""
+    return Index(name.closed_index, ("status", "processed_at"), closed_rows_only=True)
+
+
+def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:
+    """The contract's outbox table named ``name``, with the dialect's ``indexes``."""
+    return Table(
+        name,
+        COLUMNS,
+        uniques=(Unique(name.message_id_unique, ("message_id",)),),
+        checks=(
+            Check(name.status_check, f"{{status}} IN {sql_list(StatusCode)}"),
+            Check(name.claimed_check, f"{{status}} <> {CLAIMED} OR {{claimed_at}} IS NOT NULL"),
+        ),
+        indexes=indexes,
+    )
+
+
+def inbox_table(name: TableName) -> Table:
+    """The consumers' inbox named ``name``."""
+    return Table(
+        name,
+        INBOX_COLUMNS,
+        uniques=(Unique(f"UQ_{name.table}_consumer_message_id", INBOX_KEY),),
+        # The retention scan of ``outbox_purge --inbox``.
+        indexes=(Index(f"IX_{name.table}_handled_at", ("handled_at",)),),
+    )
