@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any, Protocol
 
 from django.db import DatabaseError
@@ -67,8 +68,10 @@ class StatisticsKeeper:
         #: How many times this keeper ran the refresh (for logs and tests).
         self.refreshes = 0
 
-    @property
+    @cached_property
     def enabled(self) -> bool:
+        """Whether the vendor has statistics to refresh; asked after every claim, so
+        answered once."""
         dialect = self.store.dialect
         return (dialect.refresh_statistics_sql() is not None
                 and dialect.believed_open_rows_sql() is not None)
