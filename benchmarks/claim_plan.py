@@ -43,10 +43,10 @@ def connect() -> psycopg.Connection[Any]:
 def build(conn: psycopg.Connection[Any], *, done: int, pending: int, aggregates: int,
           closed_rows_index: bool, fresh: bool, crash: bool = False) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {DIALECT.table}")
-    for statement in DIALECT.create_statements():
+    for statement in DIALECT.schema.create_statements():
         conn.execute(statement)
     if closed_rows_index:
-        for statement in DIALECT.closed_rows_index_statements():
+        for statement in DIALECT.schema.closed_rows_index_statements():
             conn.execute(statement)
     conn.execute(f"ALTER TABLE {DIALECT.table} SET (autovacuum_enabled = false)")
     insert = (

@@ -35,10 +35,10 @@ def build(conn: psycopg.Connection[Any], pending: int, done: int, *, tuned: bool
     """The outbox as migrate creates it, ``done`` done rows then ``pending`` pending
     ones, vacuumed: the drain starts from a clean table."""
     conn.execute(f"DROP TABLE IF EXISTS {DIALECT.table}")
-    for statement in DIALECT.create_statements():
+    for statement in DIALECT.schema.create_statements():
         conn.execute(statement)
     if not tuned:
-        [reset] = DIALECT.autovacuum_statements(forwards=False)
+        [reset] = DIALECT.schema.autovacuum_statements(forwards=False)
         conn.execute(reset)
     conn.execute(
         f"INSERT INTO {DIALECT.table} (message_id, topic, aggregate_type, aggregate_id, "

@@ -66,8 +66,8 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
         )]
     messages: list[CheckMessage] = []
     dialect = dialect_for(vendor, parsed.table_name)
-    for key, table in (("TABLE", dialect.outbox),
-                       ("INBOX_TABLE", dialect.inbox(parsed.inbox_table_name))):
+    for key, table in (("TABLE", dialect.schema.outbox),
+                       ("INBOX_TABLE", dialect.schema.inbox(parsed.inbox_table_name))):
         too_long = table.too_long_for(vendor)
         if too_long:
             messages.append(Error(

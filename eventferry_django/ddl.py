@@ -36,35 +36,35 @@ def table_ddl(
         native_json=settings.native_json if native_json is None else native_json,
     )
     if kind == "outbox":
-        return dialect, dialect.outbox
+        return dialect, dialect.schema.outbox
     inbox = table if table is not None else settings.inbox_table
-    return dialect, dialect.inbox(TableName(inbox, schema, role="Inbox"))
+    return dialect, dialect.schema.inbox(TableName(inbox, schema, role="Inbox"))
 
 
 def create_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
     """What the migration of the ``kind`` table runs forwards on ``vendor``."""
     dialect, table = table_ddl(vendor, kind)
-    return dialect.create_statements(table)
+    return dialect.schema.create_statements(table)
 
 
 def drop_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
     """What it runs backwards."""
     dialect, table = table_ddl(vendor, kind)
-    return dialect.drop_statements(table)
+    return dialect.schema.drop_statements(table)
 
 
 def open_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
     """What migration 0005 runs on ``vendor``: the open-rows index in, the first
     release's head-of-aggregate index out (the other way round backwards)."""
     dialect, _ = table_ddl(vendor)
-    return dialect.open_rows_index_statements(forwards=forwards)
+    return dialect.schema.open_rows_index_statements(forwards=forwards)
 
 
 def autovacuum_statements(vendor: str, *, forwards: bool = True) -> list[str]:
     """What migration 0006 runs on ``vendor``: the outbox's autovacuum tuning (PostgreSQL
     only; nothing elsewhere), or back to the server's defaults backwards."""
     dialect, _ = table_ddl(vendor)
-    return dialect.autovacuum_statements(forwards=forwards)
+    return dialect.schema.autovacuum_statements(forwards=forwards)
 
 
 def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
@@ -72,4 +72,4 @@ def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[
     statuses in, the unfiltered one out (the other way round backwards); nothing on
     MariaDB/MySQL, which have no filtered indexes."""
     dialect, _ = table_ddl(vendor)
-    return dialect.closed_rows_index_statements(forwards=forwards)
+    return dialect.schema.closed_rows_index_statements(forwards=forwards)

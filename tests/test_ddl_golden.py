@@ -34,24 +34,24 @@ def render(statements: list[str]) -> str:
 @pytest.mark.parametrize("case", sorted(MICROSOFT_CASES))
 def test_tsql_create_matches_golden(case: str) -> None:
     dialect = MicrosoftDialect(**MICROSOFT_CASES[case])
-    assert_golden(f"{case}.sql", render(dialect.create_statements()))
+    assert_golden(f"{case}.sql", render(dialect.schema.create_statements()))
 
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql", "sqlite"])
 def test_other_vendors_create_matches_golden(vendor: str) -> None:
     assert_golden(f"{vendor}_default.sql", render(dialect_for(vendor, TableName("outbox"))
-                                                  .create_statements()))
+                                                  .schema.create_statements()))
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
 def test_reverse_and_insert_match_golden(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
-    assert_golden(f"{vendor}_reverse.sql", render(dialect.drop_statements()))
+    assert_golden(f"{vendor}_reverse.sql", render(dialect.schema.drop_statements()))
     assert_golden(f"{vendor}_insert_2_rows.sql", render([dialect.insert_sql(2)]))
 
 
 def test_tsql_is_one_batch_without_go() -> None:
-    statements = MicrosoftDialect(TableName("outbox")).create_statements()
+    statements = MicrosoftDialect(TableName("outbox")).schema.create_statements()
     assert len(statements) == 1
     assert "\nGO" not in statements[0]
 
@@ -70,7 +70,7 @@ def _parse_one(sql: str) -> exp.Expression:
 def test_every_tsql_statement_parses(case: str) -> None:
     dialect = MicrosoftDialect(**MICROSOFT_CASES[case])
     name = dialect.name
-    blocks = dialect.guarded_blocks()
+    blocks = dialect.schema.guarded_blocks()
     assert len(blocks) == 4
 
     for guard, statement in blocks:
@@ -99,7 +99,7 @@ def test_every_tsql_statement_parses(case: str) -> None:
     assert "WHERE [status] IN (0, 1, 3)" in claim_sql
     assert "INCLUDE ([aggregate_id], [claimed_at])" in claim_sql
 
-    drop = _parse_one(dialect.drop_statements()[0])
+    drop = _parse_one(dialect.schema.drop_statements()[0])
     assert isinstance(drop, exp.Drop) and drop.args.get("exists")
 
 
@@ -113,7 +113,7 @@ def test_tsql_insert_parses_with_parameters() -> None:
 
 
 def test_every_name_is_schema_qualified_in_tsql() -> None:
-    sql = MicrosoftDialect(TableName("outbox", "messaging")).create_statements()[0]
+    sql = MicrosoftDialect(TableName("outbox", "messaging")).schema.create_statements()[0]
     assert "[dbo]" not in sql
     # Every reference to the table carries the schema.
     assert sql.count("[outbox]") == sql.count("[messaging].[outbox]")
@@ -258,18 +258,18 @@ def test_tsql_chained_claim_parses_and_never_lets_a_later_row_out_first() -> Non
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
 def test_open_rows_index_migration_matches_golden(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
-    assert_golden(f"{vendor}_open_rows_index.sql", render(dialect.open_rows_index_statements()))
+    assert_golden(f"{vendor}_open_rows_index.sql", render(dialect.schema.open_rows_index_statements()))
     assert_golden(f"{vendor}_open_rows_index_reverse.sql",
-                  render(dialect.open_rows_index_statements(forwards=False)))
+                  render(dialect.schema.open_rows_index_statements(forwards=False)))
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql"])
 def test_closed_rows_index_migration_matches_golden(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
     assert_golden(f"{vendor}_closed_rows_index.sql",
-                  render(dialect.closed_rows_index_statements()))
+                  render(dialect.schema.closed_rows_index_statements()))
     assert_golden(f"{vendor}_closed_rows_index_reverse.sql",
-                  render(dialect.closed_rows_index_statements(forwards=False)))
+                  render(dialect.schema.closed_rows_index_statements(forwards=False)))
 
 
 @pytest.mark.parametrize("vendor", ["mysql", "sqlite"])
@@ -277,9 +277,9 @@ def test_closed_rows_index_migration_does_nothing_on_mysql_and_sqlite(vendor: st
     """MariaDB/MySQL have no filtered indexes (the claim names the indexes it walks
     instead); SQLite would not use one for ``status = 2`` (see the dialect's flag)."""
     dialect = dialect_for(vendor, TableName("outbox"))
-    assert dialect.closed_rows_index_statements() == []
-    assert dialect.closed_rows_index_statements(forwards=False) == []
-    assert dialect.retention_index.name == "IX_outbox_done_processed_at"
+    assert dialect.schema.closed_rows_index_statements() == []
+    assert dialect.schema.closed_rows_index_statements(forwards=False) == []
+    assert dialect.schema.retention_index.name == "IX_outbox_done_processed_at"
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
@@ -287,28 +287,28 @@ def test_released_ddl_keeps_the_released_retention_index(vendor: str) -> None:
     """0001 as released: its output must not change, so it still builds the unfiltered
     index that 0007 then replaces."""
     dialect = dialect_for(vendor, TableName("outbox"))
-    assert [i.name for i in dialect.outbox.indexes][-1] == "IX_outbox_done_processed_at"
-    assert "IX_outbox_closed_rows" not in render(dialect.create_statements())
+    assert [i.name for i in dialect.schema.outbox.indexes][-1] == "IX_outbox_done_processed_at"
+    assert "IX_outbox_closed_rows" not in render(dialect.schema.create_statements())
 
 
 def test_autovacuum_migration_matches_golden() -> None:
     dialect = dialect_for("postgresql", TableName("outbox"))
-    assert_golden("postgresql_autovacuum.sql", render(dialect.autovacuum_statements()))
+    assert_golden("postgresql_autovacuum.sql", render(dialect.schema.autovacuum_statements()))
     assert_golden("postgresql_autovacuum_reverse.sql",
-                  render(dialect.autovacuum_statements(forwards=False)))
+                  render(dialect.schema.autovacuum_statements(forwards=False)))
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "mysql", "sqlite"])
 def test_autovacuum_migration_does_nothing_on_other_vendors(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
-    assert dialect.autovacuum_statements() == []
-    assert dialect.autovacuum_statements(forwards=False) == []
+    assert dialect.schema.autovacuum_statements() == []
+    assert dialect.schema.autovacuum_statements(forwards=False) == []
 
 
 @pytest.mark.parametrize("forwards", [True, False])
 def test_tsql_open_rows_index_migration_parses(forwards: bool) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    created, dropped = dialect.open_rows_index_statements(forwards=forwards)
+    created, dropped = dialect.schema.open_rows_index_statements(forwards=forwards)
     for batch, kind in ((created, exp.Create), (dropped, exp.Drop)):
         block = _parse_one(batch)
         assert isinstance(block, exp.IfBlock)
@@ -323,7 +323,7 @@ def test_tsql_open_rows_index_migration_parses(forwards: bool) -> None:
 @pytest.mark.parametrize("forwards", [True, False])
 def test_tsql_closed_rows_index_migration_parses(forwards: bool) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    created, dropped = dialect.closed_rows_index_statements(forwards=forwards)
+    created, dropped = dialect.schema.closed_rows_index_statements(forwards=forwards)
     for batch, kind in ((created, exp.Create), (dropped, exp.Drop)):
         block = _parse_one(batch)
         assert isinstance(block, exp.IfBlock)
@@ -356,26 +356,26 @@ INBOX = TableName("inbox", role="Inbox")
 
 def inbox_of(vendor: str, name: TableName = INBOX) -> tuple[Any, Table]:
     dialect = dialect_for(vendor, TableName("outbox"))
-    return dialect, dialect.inbox(name)
+    return dialect, dialect.schema.inbox(name)
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
 def test_inbox_create_and_reverse_match_golden(vendor: str) -> None:
     dialect, table = inbox_of(vendor)
-    assert_golden(f"{vendor}_inbox_default.sql", render(dialect.create_statements(table)))
-    assert_golden(f"{vendor}_inbox_reverse.sql", render(dialect.drop_statements(table)))
+    assert_golden(f"{vendor}_inbox_default.sql", render(dialect.schema.create_statements(table)))
+    assert_golden(f"{vendor}_inbox_reverse.sql", render(dialect.schema.drop_statements(table)))
 
 
 def test_tsql_inbox_in_a_schema_matches_golden() -> None:
     dialect, table = inbox_of("microsoft", TableName("handled", "messaging", role="Inbox"))
-    assert_golden("microsoft_inbox_schema_messaging.sql", render(dialect.create_statements(table)))
+    assert_golden("microsoft_inbox_schema_messaging.sql", render(dialect.schema.create_statements(table)))
 
 
 @pytest.mark.parametrize("schema", [None, "messaging"])
 def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
     dialect, table = inbox_of("microsoft", TableName("inbox", schema, role="Inbox"))
     name = table.name
-    blocks = dialect.guarded_blocks(table)
+    blocks = dialect.schema.guarded_blocks(table)
     assert len(blocks) == 2
     for guard, statement in blocks:
         _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
@@ -393,7 +393,7 @@ def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
     index = _parse_one(blocks[1][1])
     assert isinstance(index, exp.Create) and index.kind == "NONCLUSTERED INDEX"
     assert index.this.name == "IX_inbox_handled_at"
-    drop = _parse_one(dialect.drop_statements(table)[0])
+    drop = _parse_one(dialect.schema.drop_statements(table)[0])
     assert isinstance(drop, exp.Drop) and drop.args.get("exists")
     dropped = drop.find(exp.Table)
     assert dropped is not None and (dropped.db, dropped.name) == (name.schema, name.table)
@@ -472,12 +472,12 @@ def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> No
 def sequential_key_text() -> str:
     """What ``outbox_sql --optimize-sequential-key`` prints, on and off, for both tables."""
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    tables = {"outbox": dialect.outbox,
-              "inbox": dialect.inbox(TableName("inbox", "messaging", role="Inbox"))}
+    tables = {"outbox": dialect.schema.outbox,
+              "inbox": dialect.schema.inbox(TableName("inbox", "messaging", role="Inbox"))}
     return "".join(
         f"-- {kind} {'on' if on else 'off'}\n{statement}\n\n"
         for kind, table in tables.items() for on in (True, False)
-        for statement in dialect.sequential_key_statements(table, on=on)
+        for statement in dialect.schema.sequential_key_statements(table, on=on)
     )
 
 
@@ -488,8 +488,8 @@ def test_tsql_sequential_key_option_matches_golden() -> None:
 def test_tsql_sequential_key_option_is_compiled_only_where_it_exists() -> None:
     """SQL Server 2016/2017 reject OPTIMIZE_FOR_SEQUENTIAL_KEY at compile time, even in
     an IF branch not taken: the ALTER must be dynamic SQL behind the version guard."""
-    [statement] = MicrosoftDialect(TableName("outbox")).sequential_key_statements(
-        MicrosoftDialect(TableName("outbox")).outbox)
+    [statement] = MicrosoftDialect(TableName("outbox")).schema.sequential_key_statements(
+        MicrosoftDialect(TableName("outbox")).schema.outbox)
     guard, dynamic = statement.removeprefix("IF ").split("\n    EXEC(N'")
     _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
     assert "'ProductMajorVersion') AS INT) >= 15" in guard
@@ -511,8 +511,8 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> N
     scan = dialect.claim_update_sql()[0].split("JOIN (", 1)[1].split("NOT EXISTS", 1)[0]
     assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", scan)
     read = {int(code) for code in re.findall(r"c\.\[status\] = (\d)", scan)}
-    claim_index = next(i for i in dialect.outbox.indexes if i.open_rows_only)
-    assert dialect.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
+    claim_index = next(i for i in dialect.schema.outbox.indexes if i.open_rows_only)
+    assert dialect.schema.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
     assert read and read <= {0, 1, 3}
 
 

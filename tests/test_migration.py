@@ -21,7 +21,7 @@ from eventferry_django.ddl import (
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.postgresql import PostgresqlDialect
+from eventferry_django.store.postgresql import PostgresqlSchema
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, Table
 
 from . import introspection
@@ -64,7 +64,7 @@ def assert_matches_contract(name: TableName) -> None:
         # MySQL has a JSON type; MariaDB spells JSON as LONGTEXT plus a json_valid CHECK.
         assert info.types["payload"] in {"json", "longtext"}
 
-    for index in dialect_for(connection.vendor, name).migrated_indexes():
+    for index in dialect_for(connection.vendor, name).schema.migrated_indexes():
         found = info.indexes[index.name]
         if connection.features.supports_covering_indexes:
             assert (found.keys, found.included) == (list(index.keys), list(index.include))
@@ -107,7 +107,7 @@ def test_ddl_applied_twice_succeeds_and_keeps_data() -> None:
 def test_rerun_repairs_a_partial_deployment() -> None:
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    built = [i.name for i in dialect_for(connection.vendor, DEFAULT).migrated_indexes()]
+    built = [i.name for i in dialect_for(connection.vendor, DEFAULT).schema.migrated_indexes()]
     for index in built:
         introspection.drop_index(connection, DEFAULT, index)
     assert not set(built) & set(introspection.describe(connection, DEFAULT).indexes)
@@ -220,7 +220,7 @@ INBOX = TableName("inbox", role="Inbox")
 
 
 def inbox_table() -> Table:
-    return dialect_for(connection.vendor, DEFAULT).inbox(INBOX)
+    return dialect_for(connection.vendor, DEFAULT).schema.inbox(INBOX)
 
 
 def assert_inbox_matches_its_description() -> None:
@@ -309,7 +309,7 @@ def test_0005_swaps_a_first_release_index_for_the_open_rows_index_and_back() -> 
     assert old in index_names() and new not in index_names()
     found = introspection.describe(connection, DEFAULT).indexes[old]
     first = dialect_for(connection.vendor, DEFAULT)
-    if connection.features.supports_covering_indexes and not first.status_keyed_probe:
+    if connection.features.supports_covering_indexes and not first.schema.status_keyed_probe:
         assert (found.keys, found.included) == (["aggregate_id", "id"], ["status"])
     else:
         assert found.keys == ["aggregate_id", "status", "id"] and not found.partial
@@ -317,7 +317,7 @@ def test_0005_swaps_a_first_release_index_for_the_open_rows_index_and_back() -> 
     # An upgraded install: 0005 builds the open-rows index and drops the old one; run
     # again (guarded), it changes nothing.
     call_command("migrate", "eventferry_django", verbosity=0)
-    run_ddl(first.open_rows_index_statements())
+    run_ddl(first.schema.open_rows_index_statements())
     assert new in index_names() and old not in index_names()
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
@@ -340,7 +340,7 @@ def outbox_reloptions() -> set[str]:
 def test_0006_tunes_an_existing_outboxs_autovacuum_and_resets_it() -> None:
     # Runs on every vendor: 0006 must migrate both ways where it has nothing to do.
     postgresql = connection.vendor == "postgresql"
-    tuned = {f"{name}={value}" for name, value in PostgresqlDialect.AUTOVACUUM}
+    tuned = {f"{name}={value}" for name, value in PostgresqlSchema.AUTOVACUUM}
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
     if postgresql:  # 0001 of this release creates the table with them.
@@ -367,7 +367,7 @@ def test_0007_swaps_the_retention_index_for_the_closed_rows_index_and_back() -> 
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
     dialect = dialect_for(connection.vendor, DEFAULT)
     new, old = DEFAULT.closed_index, DEFAULT.retention_index
-    filtered = dialect.filtered_retention_index
+    filtered = dialect.schema.filtered_retention_index
     # Migrated (0001 builds the released index, 0007 replaces it where it can).
     assert (new in index_names(), old in index_names()) == (filtered, not filtered)
 

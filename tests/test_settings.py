@@ -107,11 +107,11 @@ def test_names_too_long_for_the_vendor_are_refused() -> None:
     # PostgreSQL truncates identifiers past 63 characters, which would make two index
     # names collide silently.
     name = TableName("t" * 50)
-    outbox = dialect_for("postgresql", name).outbox
+    outbox = dialect_for("postgresql", name).schema.outbox
     assert {name.claim_index, name.retention_index} <= set(outbox.too_long_for("postgresql"))
     assert name.aggregate_index not in outbox.too_long_for("postgresql")
-    assert dialect_for("microsoft", name).outbox.too_long_for("microsoft") == []
-    assert dialect_for("sqlite", name).outbox.too_long_for("sqlite") == []
+    assert dialect_for("microsoft", name).schema.outbox.too_long_for("microsoft") == []
+    assert dialect_for("sqlite", name).schema.outbox.too_long_for("sqlite") == []
     errors = errors_for({"TABLE": "t" * 50})
     if connection.vendor in {"postgresql", "mysql"}:
         assert [e[0] for e in errors] == ["eventferry.E013"]
@@ -121,7 +121,7 @@ def test_names_too_long_for_the_vendor_are_refused() -> None:
 
 
 def test_inbox_names_are_checked_like_the_outbox() -> None:
-    inbox = dialect_for("postgresql", TableName("outbox")).inbox(TableName("i" * 50))
+    inbox = dialect_for("postgresql", TableName("outbox")).schema.inbox(TableName("i" * 50))
     assert inbox.too_long_for("postgresql") == [
         f"UQ_{'i' * 50}_consumer_message_id", f"DF_{'i' * 50}_handled_at",
         f"IX_{'i' * 50}_handled_at"]

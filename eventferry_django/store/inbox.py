@@ -18,7 +18,7 @@ class InboxStore(BoundStore):
 
     def __init__(self, using: str | None = None) -> None:
         super().__init__(using)
-        self.table: Table = self.dialect.inbox(get_settings().inbox_table_name)
+        self.table: Table = self.dialect.schema.inbox(get_settings().inbox_table_name)
 
     def record(self, consumer: str, message_id: str) -> bool:
         """Record the message as handled by ``consumer`` in the caller's transaction;

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .limits import SQL_SERVER_DELETE_ROWS
+from .schema import SchemaSql
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
 from .tables import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, OPEN_STATUSES_SQL, Column, Index, Table
 
@@ -134,12 +135,15 @@ class MicrosoftClosedRows(ClosedRowsSql):
         )
 
 
-class MicrosoftDialect(Dialect):
-    closed_rows_class = MicrosoftClosedRows
-    vendor = "microsoft"
+class MicrosoftSchema(SchemaSql):
+    """The DDL of microsoft's tables."""
+
     supports_include = True
+
     status_keyed_probe = False
+
     filtered_retention_index = True
+
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "BIGINT IDENTITY(1,1) NOT NULL",
         "text64": "NVARCHAR(64)",
@@ -150,6 +154,7 @@ class MicrosoftDialect(Dialect):
         "int": "INT",
         "timestamp": "DATETIME2(3)",
     }
+
     DEFAULTS: ClassVar[dict[str, str]] = {
         "empty_json": "(N'{}')",
         "zero": "(0)",
@@ -172,12 +177,6 @@ class MicrosoftDialect(Dialect):
         if self.native_json:
             return None
         return f"ISJSON({self.quote(column)}) = 1"
-
-    @property
-    def json_documents_only(self) -> bool:  # type: ignore[override]
-        # ISJSON without a type argument (2016+; the argument needs 2022) is 1 only for
-        # an object or an array.
-        return not self.native_json
 
     def primary_key(self, table: Table) -> str:
         # A clustered B-tree on an ascending id is part of the design: row locks and
@@ -248,6 +247,18 @@ class MicrosoftDialect(Dialect):
             "    OR CAST(SERVERPROPERTY('EngineEdition') AS INT) IN (5, 8)\n"
             f"    EXEC(N'{alter}');"
         ]
+
+
+class MicrosoftDialect(Dialect):
+    schema_class = MicrosoftSchema
+    closed_rows_class = MicrosoftClosedRows
+    vendor = "microsoft"
+
+    @property
+    def json_documents_only(self) -> bool:  # type: ignore[override]
+        # ISJSON without a type argument (2016+; the argument needs 2022) is 1 only for
+        # an object or an array.
+        return not self.native_json
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
@@ -443,7 +454,7 @@ class MicrosoftDialect(Dialect):
         taken with locking semantics under RCSI too.
         """
         q = self.quote
-        qualified = self.qualified(table)
+        qualified = self.schema.qualified(table)
         return (
             f"INSERT INTO {qualified} ({self.columns(INBOX_KEY)})\n"
             "    SELECT %s, %s\n"

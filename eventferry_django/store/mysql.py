@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from ..naming import TableName
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .schema import SchemaSql
 from .sql import Fragment, bind, chain_share, compose, join, param
 from .tables import INBOX_KEY, OPEN_STATUSES, Index, Table
 
@@ -41,10 +42,11 @@ class MysqlClosedRows(ClosedRowsSql):
         )
 
 
-class MysqlDialect(Dialect):
-    closed_rows_class = MysqlClosedRows
-    vendor = "mysql"
+class MysqlSchema(SchemaSql):
+    """The DDL of mysql's tables."""
+
     supports_partial_index = False
+
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "BIGINT NOT NULL AUTO_INCREMENT",
         "text64": "VARCHAR(64)",
@@ -55,6 +57,7 @@ class MysqlDialect(Dialect):
         "int": "INT",
         "timestamp": "DATETIME(3)",
     }
+
     DEFAULTS: ClassVar[dict[str, str]] = {
         "empty_json": "('{}')",
         "zero": "0",
@@ -93,6 +96,12 @@ class MysqlDialect(Dialect):
             "EXECUTE eventferry_ddl",
             "DEALLOCATE PREPARE eventferry_ddl",
         ]
+
+
+class MysqlDialect(Dialect):
+    schema_class = MysqlSchema
+    closed_rows_class = MysqlClosedRows
+    vendor = "mysql"
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "UTC_TIMESTAMP(3)"
@@ -270,5 +279,5 @@ class MysqlDialect(Dialect):
         # values are validated before they get here, so there is nothing else for it to
         # hide. (ON DUPLICATE KEY UPDATE would report 1 row either way: Django connects
         # with CLIENT_FOUND_ROWS.)
-        return (f"INSERT IGNORE INTO {self.qualified(table)} ({self.columns(INBOX_KEY)}) "
+        return (f"INSERT IGNORE INTO {self.schema.qualified(table)} ({self.columns(INBOX_KEY)}) "
                 "VALUES (%s, %s)")

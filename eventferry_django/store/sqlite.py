@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .schema import SchemaSql
 from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 from .tables import OPEN_STATUSES_SQL, Column, Table
 
@@ -46,9 +47,9 @@ class SqliteClosedRows(ClosedRowsSql):
         )
 
 
-class SqliteDialect(Dialect):
-    closed_rows_class = SqliteClosedRows
-    vendor = "sqlite"
+class SqliteSchema(SchemaSql):
+    """The DDL of sqlite's tables."""
+
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "INTEGER NOT NULL",
         "text64": "VARCHAR(64)",
@@ -59,6 +60,7 @@ class SqliteDialect(Dialect):
         "int": "INTEGER",
         "timestamp": "DATETIME",
     }
+
     DEFAULTS: ClassVar[dict[str, str]] = {
         "empty_json": "'{}'",
         "zero": "0",
@@ -80,6 +82,12 @@ class SqliteDialect(Dialect):
 
     def json_check(self, column: str) -> str:
         return f"json_valid({self.quote(column)})"
+
+
+class SqliteDialect(Dialect):
+    schema_class = SqliteSchema
+    closed_rows_class = SqliteClosedRows
+    vendor = "sqlite"
 
     # -- DML ---------------------------------------------------------------------------
     # SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,

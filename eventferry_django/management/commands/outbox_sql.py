@@ -80,11 +80,12 @@ class Command(EventferryCommand):
         if options["open_rows_index"]:
             if options["inbox"]:
                 raise CommandError("--open-rows-index concerns the outbox; drop --inbox.")
-            statements = dialect.open_rows_index_statements(forwards=not options["reverse"])
+            statements = dialect.schema.open_rows_index_statements(forwards=not options["reverse"])
         elif options["closed_rows_index"]:
             if options["inbox"]:
                 raise CommandError("--closed-rows-index concerns the outbox; drop --inbox.")
-            statements = dialect.closed_rows_index_statements(forwards=not options["reverse"])
+            statements = dialect.schema.closed_rows_index_statements(
+                forwards=not options["reverse"])
             if not statements:
                 self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
                                   "retention index stays unfiltered (docs/claim-plans.md).")
@@ -94,16 +95,16 @@ class Command(EventferryCommand):
             if vendor != "postgresql":
                 raise CommandError("--autovacuum is PostgreSQL's; migration 0006 does "
                                    f"nothing on {vendor}.")
-            statements = dialect.autovacuum_statements(forwards=not options["reverse"])
+            statements = dialect.schema.autovacuum_statements(forwards=not options["reverse"])
         elif options["optimize_sequential_key"]:
             if vendor != "microsoft":
                 raise CommandError("--optimize-sequential-key is SQL Server's; "
                                    f"{vendor} has no such option.")
-            statements = dialect.sequential_key_statements(table, on=not options["reverse"])
+            statements = dialect.schema.sequential_key_statements(table, on=not options["reverse"])
         elif options["reverse"]:
-            statements = dialect.drop_statements(table)
+            statements = dialect.schema.drop_statements(table)
         else:
-            statements = dialect.create_statements(table)
+            statements = dialect.schema.create_statements(table)
         for statement in statements:
             self.stdout.write(statement if statement.endswith(";") else statement + ";")
 

@@ -1,0 +1,231 @@
+"""The DDL of the contract's tables on one vendor: a part of the vendor's dialect
+(``dialect.schema``), as Django's schema editor is a part of its backend.
+
+It renders any :class:`~.tables.Table` (the outbox, the inbox) into guarded, idempotent
+DDL, and the steps of each migration; each vendor module subclasses it to spell types,
+defaults, guards and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Protocol
+
+from ..naming import TableName
+from .tables import (
+    CLOSED_STATUSES_SQL,
+    OPEN_STATUSES_SQL,
+    Column,
+    Index,
+    Table,
+    closed_rows_index,
+    contract_indexes,
+    first_release_probe_index,
+    inbox_table,
+    outbox_table,
+)
+
+
+class VendorDialect(Protocol):
+    """What the DDL takes from the vendor's dialect."""
+
+    vendor: ClassVar[str]
+    name: TableName
+    table: str
+    native_json: bool
+
+    def quote(self, identifier: str) -> str: ...
+
+    def columns(self, names: Sequence[str]) -> str: ...
+
+
+class SchemaSql:
+    """DDL for one outbox (named at construction) and any other table of the contract."""
+
+    def __init__(self, dialect: VendorDialect) -> None:
+        self.vendor = dialect.vendor
+        self.name = dialect.name
+        self.table = dialect.table
+        self.native_json = dialect.native_json
+        self.quote = dialect.quote
+        self.columns = dialect.columns
+
+    COLUMN_TYPES: ClassVar[Mapping[str, str]]
+
+    DEFAULTS: ClassVar[Mapping[str, str]]
+
+    #: Whether ``CREATE INDEX ... INCLUDE (...)`` exists; without it the included
+    #: columns become trailing key columns, which covers the same queries.
+    supports_include: ClassVar[bool] = False
+
+    #: Whether filtered (partial) indexes exist.
+    supports_partial_index: ClassVar[bool] = True
+
+    #: How the first release keyed its head-of-aggregate index: ``(aggregate_id,
+    #: status, id)``, or SQL Server's ``(aggregate_id, id) INCLUDE (status)``. Only
+    #: migration 0005's reverse builds that index now.
+    status_keyed_probe: ClassVar[bool] = True
+
+    #: Whether migration 0007 replaces the unfiltered retention index with one filtered
+    #: on the closed statuses. Not on MariaDB/MySQL (no filtered indexes: the claim names
+    #: the indexes it walks instead), nor on SQLite, whose planner uses a partial index
+    #: only for a WHERE term identical to its filter (``status = 2`` does not match
+    #: ``status IN (2, 4)``, so purge would lose its index), and which plans without
+    #: statistics unless ANALYZE was run.
+    filtered_retention_index: ClassVar[bool] = False
+
+    # -- DDL ---------------------------------------------------------------------------
+    # Every DDL method takes the table it renders; left out, that is this dialect's outbox.
+    @property
+    def outbox(self) -> Table:
+        return outbox_table(self.name, self.indexes())
+
+    def inbox(self, name: TableName) -> Table:
+        """The inbox named ``name`` (with this vendor's default schema filled in)."""
+        return inbox_table(name.for_vendor(self.vendor))
+
+    def qualified(self, table: Table) -> str:
+        """The table's quoted, schema-qualified name."""
+        return table.name.quoted(self.vendor)
+
+    def column_type(self, column: Column) -> str:
+        return self.COLUMN_TYPES[column.kind]
+
+    def default_clause(self, table: Table, column: Column) -> str:
+        assert column.default is not None
+        return f" DEFAULT {self.DEFAULTS[column.default]}"
+
+    def column_definition(self, table: Table, column: Column) -> str:
+        definition = f"{self.quote(column.name)} {self.column_type(column)}"
+        if column.kind != "id":
+            definition += " NULL" if column.nullable else " NOT NULL"
+        if column.default is not None:
+            definition += self.default_clause(table, column)
+        return definition
+
+    def json_check(self, column: str) -> str | None:
+        """A CHECK expression that the column holds valid JSON, or None when the type
+        already guarantees it."""
+        raise NotImplementedError
+
+    def primary_key(self, table: Table) -> str | None:
+        return (f"CONSTRAINT {self.quote(table.name.primary_key)} "
+                f"PRIMARY KEY ({self.quote('id')})")
+
+    def table_constraints(self, table: Table) -> list[str]:
+        q = self.quote
+        constraints = [self.primary_key(table)]
+        constraints += [f"CONSTRAINT {q(u.name)} UNIQUE ({self.columns(u.columns)})"
+                        for u in table.uniques]
+        for column in table.json_columns:
+            expression = self.json_check(column)
+            if expression is not None:
+                constraints.append(
+                    f"CONSTRAINT {q(table.name.json_check(column))} CHECK ({expression})"
+                )
+        quoted = {c.name: q(c.name) for c in table.columns}
+        constraints += [f"CONSTRAINT {q(c.name)} CHECK ({c.expression.format_map(quoted)})"
+                        for c in table.checks]
+        return [c for c in constraints if c is not None]
+
+    def table_body(self, table: Table, indent: str = "") -> str:
+        lines = ([self.column_definition(table, c) for c in table.columns]
+                 + self.table_constraints(table))
+        return "(\n" + ",\n".join(f"{indent}    {line}" for line in lines) + f"\n{indent})"
+
+    def index_definition(self, index: Index, table: Table | None = None) -> str:
+        table = table or self.outbox
+        keys = index.keys if self.supports_include else index.keys + index.include
+        sql = f"{self.quote(index.name)} ON {self.qualified(table)} ({self.columns(keys)})"
+        if self.supports_include and index.include:
+            sql += f" INCLUDE ({self.columns(index.include)})"
+        if index.open_rows_only and self.supports_partial_index:
+            sql += f" WHERE {self.quote('status')} IN {OPEN_STATUSES_SQL}"
+        elif index.closed_rows_only and self.supports_partial_index:
+            sql += f" WHERE {self.quote('status')} IN {CLOSED_STATUSES_SQL}"
+        return sql
+
+    def create_statements(self, table: Table | None = None) -> list[str]:
+        """The guarded, idempotent DDL that creates whatever part of the table is missing.
+
+        ``IF NOT EXISTS`` serves where the vendor has it for tables and indexes alike.
+        """
+        table = table or self.outbox
+        statements = [f"CREATE TABLE IF NOT EXISTS {self.qualified(table)} "
+                      f"{self.table_body(table)}{self.table_options(table)}"]
+        for index in table.indexes:
+            statements += self.create_index_statements(index, table)
+        return statements
+
+    def table_options(self, table: Table) -> str:
+        """What follows the column list of ``table``'s CREATE TABLE (storage engine,
+        storage parameters), with its leading space; nothing by default."""
+        return ""
+
+    def create_index_statements(self, index: Index, table: Table) -> list[str]:
+        """Create ``index`` on ``table`` unless an index of that name exists."""
+        return [f"CREATE INDEX IF NOT EXISTS {self.index_definition(index, table)}"]
+
+    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
+        """Drop ``index`` from ``table`` if it exists."""
+        qualified = TableName(index.name, table.name.schema).quoted(self.vendor)
+        return [f"DROP INDEX IF EXISTS {qualified}"]
+
+    def indexes(self) -> tuple[Index, ...]:
+        """The outbox's indexes as migration 0001 builds them (released DDL: frozen)."""
+        return contract_indexes(self.name, partial=self.supports_partial_index)
+
+    def migrated_indexes(self) -> tuple[Index, ...]:
+        """The outbox's indexes once every migration has run: 0001's, with 0007's
+        closed-rows retention index in place of the unfiltered one where the vendor has
+        filtered indexes."""
+        built = self.indexes()
+        if not self.filtered_retention_index:
+            return built
+        return (*built[:-1], closed_rows_index(self.name))
+
+    @property
+    def retention_index(self) -> Index:
+        """The index purge and the archive's closed-row selections walk, once every
+        migration has run."""
+        return self.migrated_indexes()[-1]
+
+    def closed_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0007: replace the unfiltered retention index ``(status,
+        processed_at)`` with one filtered on the closed statuses (forwards), or the other
+        way round, where :attr:`filtered_retention_index` says so; elsewhere nothing
+        changes. Each step is guarded; the new index is
+        built before the old one goes, so purge always has one to walk."""
+        if not self.filtered_retention_index:
+            return []
+        table = self.outbox
+        old, new = self.indexes()[-1], closed_rows_index(self.name)
+        build, drop = (new, old) if forwards else (old, new)
+        return self.create_index_statements(build, table) + self.drop_index_statements(
+            drop, table)
+
+    def open_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0005: replace the first release's head-of-aggregate index with the
+        open-rows index (forwards), or the other way round. Each step is guarded, so
+        running it again, or on a table 0001 created with the new index already, only
+        does what is missing. The new index is built before the old one goes, so the
+        claim always has one to probe."""
+        table = self.outbox
+        new = table.indexes[0]
+        old = first_release_probe_index(self.name, status_keyed=self.status_keyed_probe)
+        build, drop = (new, old) if forwards else (old, new)
+        return self.create_index_statements(build, table) + self.drop_index_statements(
+            drop, table)
+
+    def autovacuum_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0006: the outbox's autovacuum tuning on an existing table (forwards)
+        or back to the server's defaults. Only PostgreSQL has it; nothing elsewhere."""
+        return []
+
+    def drop_statements(self, table: Table | None = None) -> list[str]:
+        return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)}"]
+
+    def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
+        """Tuning of the primary key for inserts that all land on its last page (SQL
+        Server's OPTIMIZE_FOR_SEQUENTIAL_KEY); nothing elsewhere."""
+        return []
