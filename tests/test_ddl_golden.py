@@ -135,12 +135,11 @@ class RecordingCursor:
         return []
 
 
-def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[object]]]:
-    """Every DML statement of the SQL Server store, rendered with sample arguments."""
+def settlement_calls(dialect: Any) -> dict[str, Any]:
+    """The statements after a claim, with sample arguments: every vendor's golden file
+    renders these the same way."""
     lease = "2026-11-21 12:00:00.123"
-    calls = {
-        "claim": lambda c: dialect.claim(c, 500, 60_000),
-        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100),
+    return {
         "ack": lambda c: dialect.ack(c, [1, 2, 3], lease),
         "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
         "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
@@ -148,9 +147,17 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "renew": lambda c: dialect.renew(c, [8, 9], lease, 60_000),
         "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.insert_sql(2), []),
-        "stored_message_ids": lambda c: dialect.stored_message_ids(c, ["m-1", "m-2"]),
     }
-    return recorded(calls)
+
+
+def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[object]]]:
+    """Every DML statement of the SQL Server store, rendered with sample arguments."""
+    return recorded({
+        "claim": lambda c: dialect.claim(c, 500, 60_000),
+        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100),
+        **settlement_calls(dialect),
+        "stored_message_ids": lambda c: dialect.stored_message_ids(c, ["m-1", "m-2"]),
+    })
 
 
 def recorded(calls: dict[str, Any]) -> dict[str, tuple[str, list[object]]]:
@@ -538,17 +545,10 @@ class RowsCursor(RecordingCursor):
 def vendor_operations(vendor: str) -> dict[str, list[tuple[str, list[object]]]]:
     """Every DML statement of ``vendor``'s store, rendered with sample arguments."""
     dialect = dialect_for(vendor, TableName("outbox"))
-    lease = "2026-11-21 12:00:00.123"
     calls: dict[str, Any] = {
         "claim": lambda c: dialect.claim(c, 500, 60_000),
         "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100, 50),
-        "ack": lambda c: dialect.ack(c, [1, 2, 3], lease),
-        "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
-        "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
-        "release": lambda c: dialect.release(c, [6, 7], lease),
-        "renew": lambda c: dialect.renew(c, [8, 9], lease, 60_000),
-        "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
-        "insert": lambda c: c.execute(dialect.insert_sql(2), []),
+        **settlement_calls(dialect),
     }
     rendered = {}
     for name, call in calls.items():

@@ -140,7 +140,7 @@ class Relay:
         one and send it. With nothing in flight, claim afresh, split the claim across the
         batches in flight and send them all first. Raises on a database or broker outage
         (after handing back what the database allows)."""
-        self.stats.add(self.settler.catch_up(), a_pass=False)
+        self.settler.catch_up()
         if not len(self.in_flight):
             found_nothing, self._found_nothing = self._found_nothing, False
             started = time.perf_counter()
@@ -234,7 +234,7 @@ class Relay:
         batches in flight are handed back, to be published again. If the database is
         away, the leases bring them back."""
         try:
-            self.stats.add(self.settler.catch_up(), a_pass=False)
+            self.settler.catch_up()
             if not interrupted:
                 self._drain()
             for batch in self.in_flight.abandon():
