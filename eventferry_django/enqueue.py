@@ -93,7 +93,7 @@ def publish_events(
         raise InvalidEvent(f"message_id {duplicate!r} is given to more than one event.")
 
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
-    if dialect.json_documents_only:
+    if dialect.features.json_documents_only:
         _refuse_scalar_payloads(rows, prefixes)
     chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
               if event.message_id is not None}
@@ -117,8 +117,8 @@ def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[
         for start in range(0, len(rows), per_statement):
             chunk = rows[start:start + per_statement]
             cursor.execute(
-                dialect.insert_sql(len(chunk)),
-                dialect.insert_params([value for row in chunk for value in row]),
+                dialect.inserts.insert_sql(len(chunk)),
+                dialect.inserts.insert_params([value for row in chunk for value in row]),
             )
 
 
@@ -141,7 +141,7 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
         try:
             with connection.cursor() as cursor:
                 taken = [message_id for start in range(0, len(ids), per_query)
-                         for message_id in dialect.stored_message_ids(
+                         for message_id in dialect.inserts.stored_message_ids(
                              cursor, ids[start:start + per_query])]
         except Error:
             taken = []  # the transaction is gone (SQL Server with XACT_ABORT ON)

@@ -80,7 +80,7 @@ def insert(rows: list[OutboxEvent], per_statement: int = 500) -> None:
     dialect, ops = store.dialect, connection.ops
     columns = [c for c in ARCHIVE_COLUMNS if c != "id"]
     placeholders = "(" + ", ".join(
-        dialect.json_placeholder if c in ("payload", "headers") else "%s" for c in columns
+        dialect.inserts.json_placeholder if c in ("payload", "headers") else "%s" for c in columns
     ) + ")"
     # No more parameters a statement than the database takes (SQL Server: 2,100).
     per_statement = max(1, min(per_statement, ops.bulk_batch_size(columns, rows)))

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
-from eventferry_django.store.microsoft import MicrosoftDialect
+from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
 from .golden import assert_golden
@@ -47,7 +47,7 @@ def test_other_vendors_create_matches_golden(vendor: str) -> None:
 def test_reverse_and_insert_match_golden(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
     assert_golden(f"{vendor}_reverse.sql", render(dialect.schema.drop_statements()))
-    assert_golden(f"{vendor}_insert_2_rows.sql", render([dialect.insert_sql(2)]))
+    assert_golden(f"{vendor}_insert_2_rows.sql", render([dialect.inserts.insert_sql(2)]))
 
 
 def test_tsql_is_one_batch_without_go() -> None:
@@ -104,7 +104,7 @@ def test_every_tsql_statement_parses(case: str) -> None:
 
 
 def test_tsql_insert_parses_with_parameters() -> None:
-    sql = MicrosoftDialect(TableName("outbox")).insert_sql(3)
+    sql = MicrosoftDialect(TableName("outbox")).inserts.insert_sql(3)
     # Django's %s placeholders become pyodbc's ? on the wire.
     insert = _parse_one(sql.replace("%s", "?"))
     assert isinstance(insert, exp.Insert)
@@ -140,13 +140,13 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
     renders these the same way."""
     lease = "2026-11-21 12:00:00.123"
     return {
-        "ack": lambda c: dialect.ack(c, [1, 2, 3], lease),
-        "fail": lambda c: dialect.fail(c, [(4, 1500, "nack")], lease),
-        "bury": lambda c: dialect.bury(c, [(5, "poison", True)], lease),
-        "release": lambda c: dialect.release(c, [6, 7], lease),
-        "renew": lambda c: dialect.renew(c, [8, 9], lease, 60_000),
-        "purge": lambda c: dialect.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
-        "insert": lambda c: c.execute(dialect.insert_sql(2), []),
+        "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3], lease),
+        "fail": lambda c: dialect.settlement.fail(c, [(4, 1500, "nack")], lease),
+        "bury": lambda c: dialect.settlement.bury(c, [(5, "poison", True)], lease),
+        "release": lambda c: dialect.settlement.release(c, [6, 7], lease),
+        "renew": lambda c: dialect.settlement.renew(c, [8, 9], lease, 60_000),
+        "purge": lambda c: dialect.purge.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
+        "insert": lambda c: c.execute(dialect.inserts.insert_sql(2), []),
     }
 
 
@@ -156,7 +156,7 @@ def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[obje
         "claim": lambda c: dialect.claim(c, 500, 60_000),
         "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100),
         **settlement_calls(dialect),
-        "stored_message_ids": lambda c: dialect.stored_message_ids(c, ["m-1", "m-2"]),
+        "stored_message_ids": lambda c: dialect.inserts.stored_message_ids(c, ["m-1", "m-2"]),
     })
 
 
@@ -350,7 +350,7 @@ def test_tsql_closed_rows_index_migration_parses(forwards: bool) -> None:
 def test_tsql_ack_is_one_statement_with_one_parameter_for_all_ids() -> None:
     dialect = MicrosoftDialect(TableName("outbox"))
     cursor = RecordingCursor()
-    dialect.ack(cursor, list(range(1, 5001)), "lease")
+    dialect.settlement.ack(cursor, list(range(1, 5001)), "lease")
     [(sql, params)] = cursor.statements
     assert "OPENJSON(%s) WITH ([id] BIGINT '$')" in sql
     assert len(params) == 2  # the JSON array of 5,000 ids and the lease
@@ -409,9 +409,9 @@ def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
 def tsql_inbox_operations() -> dict[str, tuple[str, list[object]]]:
     dialect, table = inbox_of("microsoft", TableName("inbox", "messaging", role="Inbox"))
     calls = {
-        "record": lambda c: dialect.record_message(c, table, "shipping", "m-1"),
-        "purge": lambda c: dialect.inbox_purge_batch(c, table, "2026-10-22 00:00:00", None, 500),
-        "purge_consumer": lambda c: dialect.inbox_purge_batch(
+        "record": lambda c: dialect.inbox.record_message(c, table, "shipping", "m-1"),
+        "purge": lambda c: dialect.inbox.inbox_purge_batch(c, table, "2026-10-22 00:00:00", None, 500),
+        "purge_consumer": lambda c: dialect.inbox.inbox_purge_batch(
             c, table, "2026-10-22 00:00:00", "shipping", 500),
     }
     return recorded(calls)
@@ -525,7 +525,7 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> N
 
 def test_tsql_purge_batches_stay_below_lock_escalation() -> None:
     """5,000 locks on one table or index make SQL Server escalate to a table lock."""
-    assert MicrosoftDialect.max_delete_batch <= 4_000
+    assert MicrosoftPurge.max_delete_batch <= 4_000
 
 
 # -- the other vendors' DML --------------------------------------------------------------

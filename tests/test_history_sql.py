@@ -147,7 +147,7 @@ def test_the_exact_purge_keeps_each_delete_under_the_vendors_bound(
     """SQL Server's bound (4,000 rows, below lock escalation) applies to the archive's
     purge as to outbox_purge, whatever --batch-size asked for; here a bound of 3."""
     store = OutboxStore()
-    monkeypatch.setattr(store.dialect, "max_delete_batch", 3)
+    monkeypatch.setattr(store.dialect.purge, "max_delete_batch", 3)
     old = (timezone.now() - dt.timedelta(days=2)).replace(microsecond=456000)  # ms, as stored
     insert([OutboxEvent(message_id=f"m{n}", topic="a", aggregate_type="t",
                         aggregate_id=str(n), payload="{}", status=Status.DONE,

@@ -22,7 +22,7 @@ from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.postgresql import PostgresqlSchema
-from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, Table
+from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, Column, Table
 
 from . import introspection
 from .engine_gaps import babelfish_gap
@@ -80,6 +80,21 @@ def assert_matches_contract(name: TableName) -> None:
     if connection.vendor in {"postgresql", "microsoft"}:
         expected_constraints.add(name.primary_key)
     assert expected_constraints <= info.constraints
+
+
+@pytest.mark.parametrize(("model", "columns"), [(OutboxEvent, COLUMNS),
+                                                (InboxMessage, INBOX_COLUMNS)])
+def test_model_fields_are_the_contracts_columns(
+    model: type[models.Model], columns: tuple[Column, ...]
+) -> None:
+    """The model is declared by hand (Django needs its fields, migration 0001 is
+    released), so it is pinned to the one list of the contract's columns: names, order,
+    nullability and text widths."""
+    fields = model._meta.concrete_fields
+    assert [(f.column, f.null) for f in fields] == [(c.name, c.nullable) for c in columns]
+    widths = {c.name: int(c.kind.removeprefix("text")) for c in columns
+              if c.kind.startswith("text")}
+    assert {f.column: f.max_length for f in fields if isinstance(f, models.CharField)} == widths
 
 
 @SYS_INDEXES_GAP

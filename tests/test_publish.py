@@ -357,9 +357,9 @@ def test_queryset_names_the_states() -> None:
 
 def test_only_sql_servers_isjson_check_refuses_scalar_documents() -> None:
     name = get_settings().table_name
-    assert dialect_for("microsoft", name).json_documents_only
-    assert not dialect_for("microsoft", name, native_json=True).json_documents_only
-    assert not any(dialect_for(vendor, name).json_documents_only
+    assert dialect_for("microsoft", name).features.json_documents_only
+    assert not dialect_for("microsoft", name, native_json=True).features.json_documents_only
+    assert not any(dialect_for(vendor, name).features.json_documents_only
                    for vendor in ("postgresql", "mysql", "sqlite"))
 
 

@@ -235,8 +235,8 @@ def _notify_from_another_connection() -> None:
     dialect = dialect_for("postgresql", get_settings().table_name)
     with other.cursor() as cursor:
         cursor.execute("BEGIN")
-        cursor.execute(dialect.insert_sql(1),
-                       dialect.insert_params(["m-1", "t", "a", "1", None, "{}", "{}", None]))
+        cursor.execute(dialect.inserts.insert_sql(1),
+                       dialect.inserts.insert_params(["m-1", "t", "a", "1", None, "{}", "{}", None]))
         cursor.execute("COMMIT")
     other.close()
 

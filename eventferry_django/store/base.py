@@ -1,9 +1,12 @@
-"""What every vendor's SQL has in common: the tables' shapes and the dialect interface.
+"""What every vendor's relay SQL has in common: the dialect, which holds the claim and
+the spelling hooks of the vendor, and composes the vendor's other parts.
 
-Each table (the outbox, the consumers' inbox) is described once here as a :class:`Table`:
-columns, constraints and indexes. Every dialect renders any table with the same code;
-each vendor module says how its dialect spells them (types, quoting, guards) and holds
-all of its own SQL.
+A dialect is several small objects, as a Django backend is: ``features`` (flags only),
+``schema`` (the DDL of any table of the contract), ``inserts`` (``publish_event()``'s
+INSERT), ``settlement`` (ack, fail, bury, renew, release), ``purge`` (batch deletes),
+``inbox`` (the consumers' inbox) and ``closed_rows`` (the history pipeline's SQL). Each
+vendor module subclasses the parts whose spelling differs and names them in its
+dialect's ``*_class`` attributes.
 """
 
 from __future__ import annotations
@@ -11,24 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..contract import (
-    CLAIMED,
-    DEAD,
-    DONE,
-    FAILED,
-    MAX_BATCH,
-    PENDING,
-)
+from ..contract import CLAIMED, FAILED, PENDING
 from ..naming import QUOTES, TableName
+from .features import Features
+from .inbox_sql import InboxSql
+from .inserts import InsertSql
+from .purge import PurgeSql
+from .settlement_sql import SettlementSql
 from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
-from .tables import (
-    CLAIM_COLUMNS,
-    INBOX_KEY,
-    INSERT_COLUMNS,
-    JSON_COLUMNS,
-    OPEN_STATUSES_SQL,
-    Table,
-)
+from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
 
 if TYPE_CHECKING:
     from .closed_rows import ClosedRowsSql
@@ -38,27 +32,45 @@ T = TypeVar("T")
 
 
 class Dialect:
-    """All SQL of one vendor: the DDL of any :class:`Table`, the outbox's operations
-    (for the outbox named at construction) and the inbox's.
+    """One vendor's SQL for the outbox named at construction: the claim and the hooks
+    that spell the vendor's SQL here, every other concern in a part composed at
+    construction.
 
-    Subclasses set the class attributes and override the hooks whose spelling differs;
-    rendering the shared shape happens here once. The history pipeline's SQL is a part
-    of its own, :attr:`closed_rows` (a ``closed_rows_class``).
+    Subclasses set the class attributes, override the relay hooks whose spelling differs
+    and name their parts; rendering the shared shape happens here and in the parts' base
+    classes once.
     """
 
     vendor: ClassVar[str]
     schema_class: ClassVar[type[SchemaSql]]
     closed_rows_class: ClassVar[type[ClosedRowsSql]]
+    features_class: ClassVar[type[Features]] = Features
+    inserts_class: ClassVar[type[InsertSql]] = InsertSql
+    settlement_class: ClassVar[type[SettlementSql]] = SettlementSql
+    purge_class: ClassVar[type[PurgeSql]] = PurgeSql
+    inbox_class: ClassVar[type[InboxSql]] = InboxSql
     #: The database's current UTC time, evaluated once per statement.
     now_sql: ClassVar[str]
+    #: The placeholder of a bound time (a lease token, purge's cutoff).
+    timestamp_placeholder: ClassVar[str] = "%s"
 
     def __init__(self, name: TableName, *, native_json: bool = False) -> None:
         self.name = name.for_vendor(self.vendor)
         self.native_json = native_json
         self.table = self.name.quoted(self.vendor)
         self._statements: dict[Hashable, Any] = {}
+        #: What this vendor does differently, as flags.
+        self.features = self.features_class(self)
         #: The DDL of this outbox and of the inbox.
         self.schema = self.schema_class(self)
+        #: ``publish_event()``'s SQL: the INSERT of new events.
+        self.inserts = self.inserts_class(self)
+        #: The settlement of claimed rows.
+        self.settlement = self.settlement_class(self)
+        #: Batch deletes of old rows, of this outbox and of the inbox.
+        self.purge = self.purge_class(self)
+        #: The consumers' inbox's SQL.
+        self.inbox = self.inbox_class(self)
         #: The history pipeline's SQL over this outbox.
         self.closed_rows = self.closed_rows_class(self)
 
@@ -69,10 +81,6 @@ class Dialect:
 
     def columns(self, names: Sequence[str]) -> str:
         return ", ".join(self.quote(n) for n in names)
-
-    #: Whether the JSON check accepts only an object or an array (not a bare string,
-    #: number, boolean or null), so a scalar payload must be refused before the INSERT.
-    json_documents_only: bool = False
 
     # -- planner statistics (see store/statistics.py) ---------------------------------
     def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
@@ -89,9 +97,6 @@ class Dialect:
     # -- DML ---------------------------------------------------------------------------
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
-
-    #: The placeholder for a JSON value; PostgreSQL casts, the others convert implicitly.
-    json_placeholder: ClassVar[str] = "%s"
 
     def now_plus_sql(self) -> str:
         """The database's UTC now plus a bound offset (see :meth:`offset_param`)."""
@@ -117,34 +122,6 @@ class Dialect:
             self._statements[key] = build()
         return self._statements[key]  # type: ignore[no-any-return]
 
-    def insert_sql(self, rows: int) -> str:
-        """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
-        bind it with :meth:`insert_params`."""
-        return self.statement(("insert", rows), lambda: self.build_insert_sql(rows))
-
-    def build_insert_sql(self, rows: int) -> str:
-        row = "(" + ", ".join(
-            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
-        ) + ")"
-        return (
-            f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
-            + ", ".join([row] * rows)
-        )
-
-    def insert_params(self, values: list[Any]) -> list[Any]:
-        """The parameters of :meth:`insert_sql`: the rows' values, flattened."""
-        return values
-
-    def stored_message_ids(self, cursor: Any, message_ids: Sequence[str]) -> list[str]:
-        """Which of ``message_ids`` the table holds already (a unique index seek each)."""
-        q = self.quote
-        cursor.execute(
-            f"SELECT {q('message_id')} FROM {self.table} "
-            f"WHERE {q('message_id')} IN ({', '.join(['%s'] * len(message_ids))})",
-            list(message_ids),
-        )
-        return [str(row[0]) for row in cursor.fetchall()]
-
     def _claim_columns(self, alias: str) -> tuple[str, str, str]:
         return tuple(f"{alias}.{self.quote(c)}"  # type: ignore[return-value]
                      for c in ("status", "next_retry_at", "claimed_at"))
@@ -160,7 +137,7 @@ class Dialect:
         died): claimed before :data:`~.sql.LEASE_OFFSET` (a negative offset from now).
 
         A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
-        relay has renewed it (see :meth:`renew`), until ``next_retry_at``: the time
+        relay has renewed it (see :meth:`.SettlementSql.renew`), until ``next_retry_at``: the time
         another relay may retry it if this one falls silent."""
         status, retry_at, claimed_at = self._claim_columns(alias)
         now = self.now_sql
@@ -248,10 +225,6 @@ class Dialect:
     def returned_columns(self) -> str:
         return ", ".join(self.select_column(c) for c in CLAIM_COLUMNS)
 
-    #: Whether the claim is several statements that need the caller's transaction.
-    claim_needs_transaction: ClassVar[bool] = False
-    #: Whether the claim may run inside a transaction that also settles the last batch.
-    claim_joins_transaction: ClassVar[bool] = True
     #: A statement that opens each of the relay's own transactions, tuning them: above
     #: all, letting them commit without waiting for the disk. Losing such a commit in a
     #: database crash only makes rows come back (a claim or ack undone means the event is
@@ -267,14 +240,6 @@ class Dialect:
         aggregate that follow it (see the contract's chains); 1 claims heads only."""
         raise NotImplementedError
 
-    def settle_condition(self, ids: Sequence[int], lease: Any) -> tuple[str, list[Any]]:
-        """Rows still held under ``lease``: the fence that stops a relay whose lease was
-        taken back from touching rows another relay now holds."""
-        condition, params = self.ids_condition(ids)
-        q = self.quote
-        held = f"{q('status')} = {CLAIMED} AND {q('claimed_at')} = {self.timestamp_placeholder}"
-        return f"{condition} AND {held}", [*params, lease]
-
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` (a ``django.db.Error``) means "try the same again": a deadlock
         victim, a serialization failure, a lock wait that timed out."""
@@ -285,158 +250,3 @@ class Dialect:
         Vendors that can keep such statements prepared override this."""
         cursor.execute(sql, params)
         return cursor
-
-    def ack(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
-        """Mark delivered rows done in one statement; returns how many were still held."""
-        condition, params = self.settle_condition(ids, lease)
-        q = self.quote
-        done = self.execute_often(
-            cursor,
-            f"UPDATE {self.table} SET {q('status')} = {DONE}, {q('processed_at')} = {self.now_sql} "
-            f"WHERE {condition}",
-            params,
-        )
-        return int(done.rowcount)
-
-    def fail(self, cursor: Any, failures: Sequence[tuple[int, int, str]], lease: Any) -> int:
-        """``failures`` are (id, retry delay in ms, error): status failed, one more attempt,
-        retry time computed by the database clock."""
-        q = self.quote
-        total = 0
-        for row_id, delay_ms, error in failures:
-            condition, params = self.settle_condition([row_id], lease)
-            cursor.execute(
-                f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + 1, "
-                f"{q('status')} = {FAILED}, {q('next_retry_at')} = {self.now_plus_sql()}, "
-                f"{q('last_error')} = %s WHERE {condition}",
-                [self.offset_param(delay_ms), error, *params],
-            )
-            total += cursor.rowcount
-        return total
-
-    def bury(self, cursor: Any, burials: Sequence[tuple[int, str, bool]], lease: Any) -> int:
-        """``burials`` are (id, error, counts_attempt): status dead, never claimed again."""
-        q = self.quote
-        total = 0
-        for row_id, error, counts_attempt in burials:
-            condition, params = self.settle_condition([row_id], lease)
-            cursor.execute(
-                f"UPDATE {self.table} SET {q('attempts')} = {q('attempts')} + %s, "
-                f"{q('status')} = {DEAD}, {q('processed_at')} = {self.now_sql}, "
-                f"{q('next_retry_at')} = NULL, {q('last_error')} = %s WHERE {condition}",
-                [1 if counts_attempt else 0, error, *params],
-            )
-            total += cursor.rowcount
-        return total
-
-    def renew(self, cursor: Any, ids: Sequence[int], lease: Any, lease_timeout_ms: int) -> int:
-        """Extend the lease of the rows still held under ``lease`` to ``lease_timeout_ms``
-        from now; returns how many were renewed. The lease token (``claimed_at``) stays
-        as it is, so a settlement running at the same time still matches it.
-
-        A row locked by anyone (this relay's own settlement, a DBA's transaction) is
-        skipped, never waited for: no other relay can take a locked row back either, and
-        a renewal stuck behind one lock would let every other row's lease run out."""
-        condition, params = self.settle_condition(ids, lease)
-        q = self.quote
-        if self.skip_locked_sql:
-            cursor.execute(f"SELECT c.{q('id')} FROM {self.table} AS c "
-                           f"WHERE {condition}{self.skip_locked_sql}", params)
-            unlocked = [row[0] for row in cursor.fetchall()]
-            if not unlocked:
-                return 0
-            condition, params = self.settle_condition(unlocked, lease)
-        cursor.execute(
-            f"UPDATE {self.table}{self.renew_hint} SET {q('next_retry_at')} = "
-            f"{self.now_plus_sql()} WHERE {condition}",
-            [self.offset_param(lease_timeout_ms), *params],
-        )
-        return int(cursor.rowcount)
-
-    #: Table hint of the renewal's UPDATE (SQL Server, which has no SKIP LOCKED).
-    renew_hint: ClassVar[str] = ""
-
-    def release(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
-        """Hand rows back untouched (the broker was down): pending again, no attempt spent."""
-        condition, params = self.settle_condition(ids, lease)
-        q = self.quote
-        cursor.execute(
-            f"UPDATE {self.table} SET {q('status')} = {PENDING}, {q('claimed_at')} = NULL, "
-            f"{q('next_retry_at')} = NULL "
-            f"WHERE {condition}",
-            params,
-        )
-        return int(cursor.rowcount)
-
-    #: How a batch delete's id subquery ends: its limit, and a lock where there are row
-    #: locks.
-    purge_subquery_tail: ClassVar[str] = "LIMIT %s"
-    #: The most rows one purge statement deletes, whatever batch size is asked for.
-    max_delete_batch: ClassVar[int] = MAX_BATCH
-
-    def delete_batch(
-        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
-    ) -> int:
-        """Delete up to ``limit`` rows of ``table`` (quoted) that match ``condition`` (SQL
-        whose placeholders ``params`` fill); the purges of both tables run on this."""
-        q = self.quote
-        cursor.execute(
-            f"DELETE FROM {table} WHERE {q('id')} IN (SELECT {q('id')} FROM {table} "
-            f"WHERE {condition} {self.purge_subquery_tail})",
-            [*params, limit],
-        )
-        return int(cursor.rowcount)
-
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
-    ) -> int:
-        """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
-        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
-                                 limit)
-
-    #: The placeholder of a bound time (purge's cutoff, a lease token).
-    timestamp_placeholder: ClassVar[str] = "%s"
-    #: Whether the timestamp columns carry their zone (PostgreSQL's timestamptz); the
-    #: other vendors' hold UTC wall time, with no zone to convert a bound value by.
-    zoned_timestamps: ClassVar[bool] = False
-
-    def purge_condition(self, statuses: Sequence[int]) -> str:
-        """Closed rows older than the bound cutoff; statuses are ints, never user text."""
-        q = self.quote
-        codes = ", ".join(str(int(s)) for s in statuses)
-        return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.timestamp_placeholder}"
-
-    # -- the inbox ---------------------------------------------------------------------
-    def record_message(self, cursor: Any, table: Table, consumer: str, message_id: str) -> bool:
-        """Insert the inbox row of (``consumer``, ``message_id``) unless it exists; True
-        when this call inserted it.
-
-        An uncommitted row of another transaction with the same key makes this wait for
-        that transaction: if it commits, nothing is inserted (False); if it rolls back,
-        this inserts. So two deliveries of one message never both get True.
-        """
-        sql = self.statement(("record", table.name), lambda: self.record_message_sql(table))
-        cursor.execute(sql, self.record_message_params(consumer, message_id))
-        return int(cursor.rowcount) == 1
-
-    def record_message_sql(self, table: Table) -> str:
-        """Placeholders: those of :meth:`record_message_params`."""
-        key = self.columns(INBOX_KEY)
-        return (f"INSERT INTO {self.schema.qualified(table)} ({key}) VALUES (%s, %s) "
-                f"ON CONFLICT ({key}) DO NOTHING")
-
-    def record_message_params(self, consumer: str, message_id: str) -> list[Any]:
-        return [consumer, message_id]
-
-    def inbox_purge_batch(
-        self, cursor: Any, table: Table, cutoff: Any, consumer: str | None, limit: int
-    ) -> int:
-        """Delete up to ``limit`` inbox rows handled before ``cutoff`` (of ``consumer``
-        only, unless None)."""
-        q = self.quote
-        condition = f"{q('handled_at')} < {self.timestamp_placeholder}"
-        params = [cutoff]
-        if consumer is not None:
-            condition += f" AND {q('consumer')} = %s"
-            params.append(consumer)
-        return self.delete_batch(cursor, self.schema.qualified(table), condition, params, limit)

@@ -57,7 +57,7 @@ class BoundStore:
         """
         aware = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
         utc = aware.astimezone(dt.UTC)
-        if django_settings.USE_TZ or self.dialect.zoned_timestamps:
+        if django_settings.USE_TZ or self.dialect.features.zoned_timestamps:
             return utc
         return utc.replace(tzinfo=None)
 
@@ -109,7 +109,7 @@ class BoundStore:
         if not 1 <= batch_size <= MAX_BATCH:
             raise EventferryError(f"batch_size must be 1..{MAX_BATCH:,}, got {batch_size!r}.")
         # Bounded by the vendor (SQL Server: below its lock escalation threshold).
-        batch_size = min(batch_size, self.dialect.max_delete_batch)
+        batch_size = min(batch_size, self.dialect.purge.max_delete_batch)
         deleted = 0
         while max_rows is None or deleted < max_rows:
             batch = self._run(lambda cursor: delete_batch(cursor, batch_size), atomic=False)

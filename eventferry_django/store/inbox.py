@@ -23,9 +23,9 @@ class InboxStore(BoundStore):
     def record(self, consumer: str, message_id: str) -> bool:
         """Record the message as handled by ``consumer`` in the caller's transaction;
         True the first time, False when a committed record exists (see
-        :meth:`~eventferry_django.store.base.Dialect.record_message` for concurrency)."""
+        :meth:`~eventferry_django.store.inbox_sql.InboxSql.record_message` for concurrency)."""
         with self.connection.cursor() as cursor:
-            return self.dialect.record_message(cursor, self.table, consumer, message_id)
+            return self.dialect.inbox.record_message(cursor, self.table, consumer, message_id)
 
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a deadlock or lock timeout that a redelivery may not meet."""
@@ -45,7 +45,7 @@ class InboxStore(BoundStore):
         soft cap) is passed."""
         cutoff = self.utc_param(older_than)
         return self.delete_in_batches(
-            lambda cursor, limit: self.dialect.inbox_purge_batch(
+            lambda cursor, limit: self.dialect.inbox.inbox_purge_batch(
                 cursor, self.table, cutoff, consumer, limit),
             batch_size=batch_size, max_rows=max_rows, progress=progress,
         )

@@ -17,10 +17,23 @@ from typing import Any, ClassVar
 
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .features import Features
+from .inbox_sql import InboxSql
 from .limits import SQL_SERVER_DELETE_ROWS
+from .purge import PurgeSql
 from .schema import SchemaSql
+from .settlement_sql import SettlementSql
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
-from .tables import CLAIM_COLUMNS, INBOX_KEY, JSON_COLUMNS, OPEN_STATUSES_SQL, Column, Index, Table
+from .tables import (
+    CLAIM_COLUMNS,
+    COLUMNS,
+    INBOX_KEY,
+    JSON_COLUMNS,
+    OPEN_STATUSES_SQL,
+    Column,
+    Index,
+    Table,
+)
 
 #: SQL Server's error number for a deadlock victim; the operation is run again.
 DEADLOCK_VICTIM = 1205
@@ -68,22 +81,6 @@ def native_errors(exc: BaseException) -> set[int]:
     """SQL Server error numbers in the message, where the driver writes them (pyodbc)."""
     return {int(n) for arg in _driver_error(exc).args if isinstance(arg, str)
             for n in _NATIVE_ERROR.findall(arg)}
-
-#: Types of the claim's table variable; json columns travel as NVARCHAR(MAX) either way.
-_CLAIMED_TYPES = {
-    "id": "BIGINT NOT NULL PRIMARY KEY",
-    "message_id": "NVARCHAR(64) NOT NULL",
-    "topic": "NVARCHAR(255) NOT NULL",
-    "aggregate_type": "NVARCHAR(255) NOT NULL",
-    "aggregate_id": "NVARCHAR(255) NOT NULL",
-    "partition_key": "NVARCHAR(255) NULL",
-    "payload": "NVARCHAR(MAX) NOT NULL",
-    "headers": "NVARCHAR(MAX) NOT NULL",
-    "trace_id": "NVARCHAR(255) NULL",
-    "attempts": "INT NOT NULL",
-    "claimed_at": "DATETIME2(3) NOT NULL",
-}
-
 
 #: The claim's candidate scan: rows other claims hold are skipped (READPAST), the rows
 #: taken are held until commit (UPDLOCK), with locking semantics under RCSI too
@@ -249,30 +246,97 @@ class MicrosoftSchema(SchemaSql):
         ]
 
 
-class MicrosoftDialect(Dialect):
-    schema_class = MicrosoftSchema
-    closed_rows_class = MicrosoftClosedRows
-    vendor = "microsoft"
+def _claimed_type(column: Column) -> str:
+    """How the claim's table variable declares ``column``: the table's own type, JSON
+    as NVARCHAR(MAX) either way, and NOT NULL for the lease token too (a claimed row
+    always has one: the outbox's claimed-at check)."""
+    if column.kind == "id":
+        return "BIGINT NOT NULL PRIMARY KEY"
+    nullable = column.nullable and column.name != "claimed_at"
+    return f"{MicrosoftSchema.COLUMN_TYPES[column.kind]} {'NULL' if nullable else 'NOT NULL'}"
 
+
+#: Types of the claim's table variable, from the contract's columns.
+_CLAIMED_TYPES = {c.name: _claimed_type(c) for c in COLUMNS if c.name in CLAIM_COLUMNS}
+
+
+class MicrosoftFeatures(Features):
     @property
     def json_documents_only(self) -> bool:  # type: ignore[override]
         # ISJSON without a type argument (2016+; the argument needs 2022) is 1 only for
         # an object or an array.
         return not self.native_json
 
-    # -- DML ---------------------------------------------------------------------------
-    now_sql = "SYSUTCDATETIME()"
-    qualify_set_columns = True
     # The claim batch commits or rolls back its own transaction (XACT_ABORT, TRY/CATCH),
     # so it is never nested inside another one.
     claim_joins_transaction = False
+
+
+class MicrosoftSettlement(SettlementSql):
+    # READPAST stands in for SKIP LOCKED: a renewal never waits on a locked row (see
+    # SettlementSql.renew); under RCSI SQL Server takes READPAST only with
+    # READCOMMITTEDLOCK.
+    renew_hint = " WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)"
+
+
+class MicrosoftPurge(PurgeSql):
+    """Batch deletes on SQL Server: DELETE TOP, below lock escalation."""
+
+    def delete_batch(
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
+    ) -> int:
+        # READPAST: a row locked by anyone is left for the next purge, never waited on.
+        # Under READ_COMMITTED_SNAPSHOT (the Azure SQL default) SQL Server refuses READPAST
+        # at READ COMMITTED unless READCOMMITTEDLOCK comes with it, as in the claim.
+        cursor.execute(
+            f"DELETE TOP (%s) FROM {table} WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) "
+            f"WHERE {condition}",
+            [limit, *params],
+        )
+        return int(cursor.rowcount)
+
+    max_delete_batch = SQL_SERVER_DELETE_ROWS
+
+
+class MicrosoftInbox(InboxSql):
+    def record_message_sql(self, table: Table) -> str:
+        """Parameters: consumer, message id, consumer, message id.
+
+        UPDLOCK and HOLDLOCK make the existence probe and the insert one step: the probe
+        takes a key-range lock on the (consumer, message id) key, so a concurrent
+        delivery of the same message waits for this transaction instead of both seeing
+        "absent" (which would leave one of them with a duplicate-key error). The lock is
+        taken with locking semantics under RCSI too.
+        """
+        q = self.quote
+        qualified = self.qualified(table)
+        return (
+            f"INSERT INTO {qualified} ({self.columns(INBOX_KEY)})\n"
+            "    SELECT %s, %s\n"
+            f"    WHERE NOT EXISTS (SELECT 1 FROM {qualified} WITH (UPDLOCK, HOLDLOCK)\n"
+            f"        WHERE {q('consumer')} = %s AND {q('message_id')} = %s)"
+        )
+
+    def record_message_params(self, consumer: str, message_id: str) -> list[Any]:
+        return [consumer, message_id, consumer, message_id]
+
+
+class MicrosoftDialect(Dialect):
+    vendor = "microsoft"
+    features_class = MicrosoftFeatures
+    schema_class = MicrosoftSchema
+    settlement_class = MicrosoftSettlement
+    purge_class = MicrosoftPurge
+    inbox_class = MicrosoftInbox
+    closed_rows_class = MicrosoftClosedRows
+
+    # -- DML ---------------------------------------------------------------------------
+    now_sql = "SYSUTCDATETIME()"
+    qualify_set_columns = True
     # No READPAST on the probe: skipping a competitor's locked earlier row would let a
     # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
     # semantics under RCSI (the Azure SQL default), where plain reads would not block.
     probe_hint = " WITH (READCOMMITTEDLOCK)"
-    # READPAST stands in for SKIP LOCKED: a renewal never waits on a locked row (see
-    # Dialect.renew); under RCSI SQL Server takes READPAST only with READCOMMITTEDLOCK.
-    renew_hint = " WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)"
 
     # Times are bound at the column's precision: a DATETIME2(7) parameter would compare
     # unequal to a lease it should match, and a millisecond DATEADD overflows at ~24.8 days.
@@ -428,39 +492,3 @@ class MicrosoftDialect(Dialect):
         # 1205: chosen as deadlock victim; the transaction was rolled back.
         return (sqlstate(exc) == SERIALIZATION_FAILURE
                 or DEADLOCK_VICTIM in native_errors(exc))
-
-    def delete_batch(
-        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
-    ) -> int:
-        # READPAST: a row locked by anyone is left for the next purge, never waited on.
-        # Under READ_COMMITTED_SNAPSHOT (the Azure SQL default) SQL Server refuses READPAST
-        # at READ COMMITTED unless READCOMMITTEDLOCK comes with it, as in the claim.
-        cursor.execute(
-            f"DELETE TOP (%s) FROM {table} WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) "
-            f"WHERE {condition}",
-            [limit, *params],
-        )
-        return int(cursor.rowcount)
-
-    max_delete_batch = SQL_SERVER_DELETE_ROWS
-
-    def record_message_sql(self, table: Table) -> str:
-        """Parameters: consumer, message id, consumer, message id.
-
-        UPDLOCK and HOLDLOCK make the existence probe and the insert one step: the probe
-        takes a key-range lock on the (consumer, message id) key, so a concurrent
-        delivery of the same message waits for this transaction instead of both seeing
-        "absent" (which would leave one of them with a duplicate-key error). The lock is
-        taken with locking semantics under RCSI too.
-        """
-        q = self.quote
-        qualified = self.schema.qualified(table)
-        return (
-            f"INSERT INTO {qualified} ({self.columns(INBOX_KEY)})\n"
-            "    SELECT %s, %s\n"
-            f"    WHERE NOT EXISTS (SELECT 1 FROM {qualified} WITH (UPDLOCK, HOLDLOCK)\n"
-            f"        WHERE {q('consumer')} = %s AND {q('message_id')} = %s)"
-        )
-
-    def record_message_params(self, consumer: str, message_id: str) -> list[Any]:
-        return [consumer, message_id, consumer, message_id]

@@ -18,6 +18,9 @@ from typing import Any, ClassVar
 from ..naming import TableName
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .features import Features
+from .inbox_sql import InboxSql
+from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import Fragment, bind, chain_share, compose, join, param
 from .tables import INBOX_KEY, OPEN_STATUSES, Index, Table
@@ -98,17 +101,60 @@ class MysqlSchema(SchemaSql):
         ]
 
 
+class MysqlFeatures(Features):
+    claim_needs_transaction = True
+
+
+class MysqlPurge(PurgeSql):
+    """Batch deletes on MariaDB/MySQL: a DELETE with its own ORDER BY and LIMIT."""
+
+    def delete_batch(
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,
+        order: Sequence[str] = ("id",),
+    ) -> int:
+        """``order`` makes the LIMIT deterministic (safe to replicate by statement); it
+        should be the order of the index that serves ``condition``, so the scan stops at
+        the limit instead of sorting every matching row for each batch."""
+        columns = ", ".join(self.quote(column) for column in order)
+        cursor.execute(
+            f"DELETE FROM {table} WHERE {condition} ORDER BY {columns} LIMIT %s",
+            [*params, limit],
+        )
+        return int(cursor.rowcount)
+
+    def purge_batch(
+        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
+    ) -> int:
+        # The retention index (status, processed_at), whose entries end with the primary
+        # key: ORDER BY id alone made each batch sort every old row (1,200 rows/s for a
+        # 300,000-row backlog of done rows, found by benchmarks/scale.py).
+        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
+                                 limit, order=("status", "processed_at", "id"))
+
+
+class MysqlInbox(InboxSql):
+    def record_message_sql(self, table: Table) -> str:
+        # No ON CONFLICT here. IGNORE turns only the duplicate key into "0 rows": the
+        # values are validated before they get here, so there is nothing else for it to
+        # hide. (ON DUPLICATE KEY UPDATE would report 1 row either way: Django connects
+        # with CLIENT_FOUND_ROWS.)
+        return (f"INSERT IGNORE INTO {self.qualified(table)} ({self.columns(INBOX_KEY)}) "
+                "VALUES (%s, %s)")
+
+
 class MysqlDialect(Dialect):
-    schema_class = MysqlSchema
-    closed_rows_class = MysqlClosedRows
     vendor = "mysql"
+    features_class = MysqlFeatures
+    schema_class = MysqlSchema
+    purge_class = MysqlPurge
+    inbox_class = MysqlInbox
+    closed_rows_class = MysqlClosedRows
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "UTC_TIMESTAMP(3)"
     # MySQL evaluates SET assignments left to right with the new values, so the claim's
     # SET must read the old status first: claim_set_sql() puts attempts before status.
     qualify_set_columns = True
-    claim_needs_transaction = True
     skip_locked_sql = " FOR UPDATE SKIP LOCKED"
     # Fresh rows in id order alone: MariaDB does not count ``next_retry_at IS NULL`` as a
     # constant of the claim index's prefix, so the index's full order made it sort every
@@ -250,34 +296,3 @@ class MysqlDialect(Dialect):
                     f"{alias}.{q('id')})", rest)
             for status in OPEN_STATUSES
         ], " AND ")
-
-    def delete_batch(
-        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,
-        order: Sequence[str] = ("id",),
-    ) -> int:
-        """``order`` makes the LIMIT deterministic (safe to replicate by statement); it
-        should be the order of the index that serves ``condition``, so the scan stops at
-        the limit instead of sorting every matching row for each batch."""
-        columns = ", ".join(self.quote(column) for column in order)
-        cursor.execute(
-            f"DELETE FROM {table} WHERE {condition} ORDER BY {columns} LIMIT %s",
-            [*params, limit],
-        )
-        return int(cursor.rowcount)
-
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
-    ) -> int:
-        # The retention index (status, processed_at), whose entries end with the primary
-        # key: ORDER BY id alone made each batch sort every old row (1,200 rows/s for a
-        # 300,000-row backlog of done rows, found by benchmarks/scale.py).
-        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
-                                 limit, order=("status", "processed_at", "id"))
-
-    def record_message_sql(self, table: Table) -> str:
-        # No ON CONFLICT here. IGNORE turns only the duplicate key into "0 rows": the
-        # values are validated before they get here, so there is nothing else for it to
-        # hide. (ON DUPLICATE KEY UPDATE would report 1 row either way: Django connects
-        # with CLIENT_FOUND_ROWS.)
-        return (f"INSERT IGNORE INTO {self.schema.qualified(table)} ({self.columns(INBOX_KEY)}) "
-                "VALUES (%s, %s)")

@@ -108,7 +108,7 @@ class OutboxStore(BoundStore):
         statement (or, on SQL Server, one batch with its own transaction) no extra
         BEGIN/COMMIT is paid."""
         rows = self._run(lambda cursor: request.run(self.dialect, cursor),
-                         atomic=self.dialect.claim_needs_transaction)
+                         atomic=self.dialect.features.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
     @staticmethod
@@ -133,7 +133,7 @@ class OutboxStore(BoundStore):
         return self._run(lambda cursor: self._ack(cursor, groups), atomic=len(groups) > 1)
 
     def _ack(self, cursor: Any, groups: dict[Any, list[int]]) -> int:
-        return sum(self.dialect.ack(cursor, ids, lease) for lease, ids in groups.items())
+        return sum(self.dialect.settlement.ack(cursor, ids, lease) for lease, ids in groups.items())
 
     def renew(self, events: Iterable[ClaimedEvent], lease_timeout: float) -> int:
         """Extend the leases of ``events`` that are still held to ``lease_timeout`` seconds
@@ -145,7 +145,8 @@ class OutboxStore(BoundStore):
         timeout_ms = round(lease_timeout * 1000)
 
         def renew(ids: list[int], lease: Any) -> int:
-            return self._run(lambda cursor: self.dialect.renew(cursor, ids, lease, timeout_ms))
+            return self._run(
+                lambda cursor: self.dialect.settlement.renew(cursor, ids, lease, timeout_ms))
 
         return sum(renew(ids, lease) for lease, ids in groups.items())
 
@@ -155,7 +156,7 @@ class OutboxStore(BoundStore):
             return 0
         groups = _by_lease(events)
         return self._run(lambda cursor: sum(
-            self.dialect.release(cursor, ids, lease) for lease, ids in groups.items()
+            self.dialect.settlement.release(cursor, ids, lease) for lease, ids in groups.items()
         ), atomic=len(groups) > 1)
 
     def record_failures(self, failures: Sequence[Failure]) -> int:
@@ -167,11 +168,11 @@ class OutboxStore(BoundStore):
     def _record_failures(self, cursor: Any, failures: Sequence[Failure]) -> int:
         settled = 0
         for lease, group in _group([f for f in failures if not f.dead]).items():
-            settled += self.dialect.fail(cursor, [
+            settled += self.dialect.settlement.fail(cursor, [
                 (f.event.id, max(1, round(f.delay * 1000)), _truncate(f.error)) for f in group
             ], lease)
         for lease, group in _group([f for f in failures if f.dead]).items():
-            settled += self.dialect.bury(cursor, [
+            settled += self.dialect.settlement.bury(cursor, [
                 (f.event.id, _truncate(f.error), f.counts_attempt) for f in group
             ], lease)
         return settled
@@ -188,7 +189,7 @@ class OutboxStore(BoundStore):
 
         Returns how many settled rows were still ours, and the new claim.
         """
-        if claim is not None and not self.dialect.claim_joins_transaction:
+        if claim is not None and not self.dialect.features.claim_joins_transaction:
             settled = self.ack(delivered) + self.record_failures(failures)
             return settled, self.take(claim)
         groups = _by_lease(delivered)
@@ -220,7 +221,7 @@ class OutboxStore(BoundStore):
             raise EventferryError("purge deletes done and/or dead rows only.")
         cutoff = self.utc_param(older_than)
         return self.delete_in_batches(
-            lambda cursor, limit: self.dialect.purge_batch(cursor, statuses, cutoff, limit),
+            lambda cursor, limit: self.dialect.purge.purge_batch(cursor, statuses, cutoff, limit),
             batch_size=batch_size, max_rows=max_rows, progress=progress,
         )
 
@@ -249,7 +250,7 @@ class OutboxStore(BoundStore):
         if len(rows) > MAX_BATCH:
             raise EventferryError(f"at most {MAX_BATCH:,} rows per purge batch, got {len(rows):,}.")
         codes = [int(s) for s in statuses]
-        step = self.dialect.max_delete_batch
+        step = self.dialect.purge.max_delete_batch
 
         def purge(part: Sequence[tuple[int, dt.datetime]]) -> int:
             return self._run(lambda cursor: self.dialect.closed_rows.purge_archived(

@@ -13,6 +13,9 @@ from typing import Any, ClassVar
 from ..naming import TableName
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .features import Features
+from .inserts import InsertSql
+from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, param
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
@@ -129,11 +132,40 @@ class PostgresqlSchema(SchemaSql):
         return [f"ALTER TABLE IF EXISTS {self.table} {change}"]
 
 
-class PostgresqlDialect(Dialect):
-    schema_class = PostgresqlSchema
-    closed_rows_class = PostgresqlClosedRows
-    vendor = "postgresql"
+class PostgresqlFeatures(Features):
+    zoned_timestamps = True
+
+
+class PostgresqlInserts(InsertSql):
+    """``publish_event()``'s SQL on PostgreSQL: the INSERT also wakes idle relays."""
+
     json_placeholder = "%s::jsonb"
+
+    def build_insert_sql(self, rows: int) -> str:
+        # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
+        # commit, drops it on rollback and folds repeats within a transaction, and it
+        # costs no extra round trip.
+        return (
+            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
+            "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
+        )
+
+    def insert_params(self, values: list[Any]) -> list[Any]:
+        return [*values, self.name.notify_channel]
+
+
+class PostgresqlPurge(PurgeSql):
+    # A row another transaction holds is left for the next purge, never waited on.
+    purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
+
+
+class PostgresqlDialect(Dialect):
+    vendor = "postgresql"
+    features_class = PostgresqlFeatures
+    schema_class = PostgresqlSchema
+    inserts_class = PostgresqlInserts
+    purge_class = PostgresqlPurge
+    closed_rows_class = PostgresqlClosedRows
     # All scoped to the relay's transaction; the application's commits stay durable.
     # A generic plan: the claim's plan does not depend on its limits (an ordered walk of
     # the claim index), yet PostgreSQL would plan it afresh each time, at about half the
@@ -204,18 +236,6 @@ class PostgresqlDialect(Dialect):
         # deadlock_detected, serialization_failure, lock_not_available
         return getattr(exc.__cause__, "sqlstate", None) in {"40P01", "40001", "55P03"}
 
-    def build_insert_sql(self, rows: int) -> str:
-        # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
-        # commit, drops it on rollback and folds repeats within a transaction, and it
-        # costs no extra round trip.
-        return (
-            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
-            "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
-        )
-
-    def insert_params(self, values: list[Any]) -> list[Any]:
-        return [*values, self.name.notify_channel]
-
     def select_column(self, column: str) -> str:
         # The lease comes back as text (it only ever returns to the database): Django's
         # timezone-aware loader costs more per row than the rest of the claim's output.
@@ -224,7 +244,6 @@ class PostgresqlDialect(Dialect):
         return super().select_column(column)
 
     timestamp_placeholder = "%s::timestamptz"
-    zoned_timestamps = True
 
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
@@ -314,7 +333,3 @@ class PostgresqlDialect(Dialect):
             params, limit=limit, heads=min(limit, heads or limit) if chained else limit,
             lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain))
         return sorted(claimed.fetchall(), key=lambda row: row[0])
-
-    # A row another transaction holds is left for the next purge, never waited on.
-    purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
-

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
+from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 from .tables import OPEN_STATUSES_SQL, Column, Table
@@ -84,10 +85,15 @@ class SqliteSchema(SchemaSql):
         return f"json_valid({self.quote(column)})"
 
 
+class SqlitePurge(PurgeSql):
+    purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
+
+
 class SqliteDialect(Dialect):
-    schema_class = SqliteSchema
-    closed_rows_class = SqliteClosedRows
     vendor = "sqlite"
+    schema_class = SqliteSchema
+    purge_class = SqlitePurge
+    closed_rows_class = SqliteClosedRows
 
     # -- DML ---------------------------------------------------------------------------
     # SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,
@@ -150,6 +156,3 @@ class SqliteDialect(Dialect):
                        f"{{}} AS unbroken FROM {self.table} AS c "
                        f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}",
                        self.unbroken_sql("c", window))
-
-    purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
-

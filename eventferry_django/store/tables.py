@@ -16,20 +16,22 @@ class Column:
     kind: str  # a key of the dialect's COLUMN_TYPES
     nullable: bool = False
     default: str | None = None  # a key of the dialect's DEFAULTS
+    #: Written by ``publish_event()``; the other columns take their database defaults.
+    inserted: bool = False
 
 
 #: The contract's table, in order. ``kind`` and ``default`` are logical names that each
 #: dialect maps to its own types and expressions.
 COLUMNS: tuple[Column, ...] = (
     Column("id", "id"),
-    Column("message_id", "text64"),
-    Column("topic", "text255"),
-    Column("aggregate_type", "text255"),
-    Column("aggregate_id", "text255"),
-    Column("partition_key", "text255", nullable=True),
-    Column("payload", "json"),
-    Column("headers", "json", default="empty_json"),
-    Column("trace_id", "text255", nullable=True),
+    Column("message_id", "text64", inserted=True),
+    Column("topic", "text255", inserted=True),
+    Column("aggregate_type", "text255", inserted=True),
+    Column("aggregate_id", "text255", inserted=True),
+    Column("partition_key", "text255", nullable=True, inserted=True),
+    Column("payload", "json", inserted=True),
+    Column("headers", "json", default="empty_json", inserted=True),
+    Column("trace_id", "text255", nullable=True, inserted=True),
     Column("status", "tinyint", default="zero"),
     Column("attempts", "int", default="zero"),
     Column("claimed_at", "timestamp", nullable=True),
@@ -54,17 +56,8 @@ INBOX_COLUMNS: tuple[Column, ...] = (
 #: The inbox's unique key, in the order its index is built and probed.
 INBOX_KEY: tuple[str, ...] = ("consumer", "message_id")
 
-#: Columns publish_event() writes; the rest take their database defaults.
-INSERT_COLUMNS: tuple[str, ...] = (
-    "message_id",
-    "topic",
-    "aggregate_type",
-    "aggregate_id",
-    "partition_key",
-    "payload",
-    "headers",
-    "trace_id",
-)
+#: Columns publish_event() writes, in the table's order; the rest take their defaults.
+INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
 
 #: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
 CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at")
