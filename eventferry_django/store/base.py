@@ -20,6 +20,7 @@ from ..contract import (
     PENDING,
 )
 from ..naming import QUOTES, TableName
+from .claimable import ClaimableSql
 from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
 from .tables import (
     CLAIM_COLUMNS,
@@ -61,6 +62,8 @@ class Dialect:
         self.schema = self.schema_class(self)
         #: The history pipeline's SQL over this outbox.
         self.closed_rows = self.closed_rows_class(self)
+        #: The probes for the oldest row a relay could claim now (the status's gauge).
+        self.claimable = ClaimableSql(self)
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, identifier: str) -> str:
@@ -69,6 +72,9 @@ class Dialect:
 
     def columns(self, names: Sequence[str]) -> str:
         return ", ".join(self.quote(n) for n in names)
+
+    #: How a query asks for its first row only: before the columns, after ORDER BY.
+    first_row: ClassVar[tuple[str, str]] = ("", " LIMIT 1")
 
     #: Whether the JSON check accepts only an object or an array (not a bare string,
     #: number, boolean or null), so a scalar payload must be refused before the INSERT.
@@ -117,19 +123,46 @@ class Dialect:
             self._statements[key] = build()
         return self._statements[key]  # type: ignore[no-any-return]
 
-    def insert_sql(self, rows: int) -> str:
+    def insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
         """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
-        bind it with :meth:`insert_params`."""
-        return self.statement(("insert", rows), lambda: self.build_insert_sql(rows))
+        bind it with :meth:`insert_params`. ``scheduled`` adds ``next_retry_at``, each
+        row's :meth:`delivery_sql` (bound by :meth:`delivery_params`, after the row's
+        other values)."""
+        return self.statement(("insert", rows, scheduled),
+                              lambda: self.build_insert_sql(rows, scheduled=scheduled))
 
-    def build_insert_sql(self, rows: int) -> str:
-        row = "(" + ", ".join(
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
+        columns, values = INSERT_COLUMNS, [
             self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
-        ) + ")"
+        ]
+        if scheduled:
+            columns, values = (*columns, "next_retry_at"), [*values, self.delivery_sql()]
+        row = "(" + ", ".join(values) + ")"
         return (
-            f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
+            f"INSERT INTO {self.table} ({self.columns(columns)}) VALUES "
             + ", ".join([row] * rows)
         )
+
+    def delivery_sql(self) -> str:
+        """When a scheduled row may first be claimed: the bound time (``deliver_at``), or
+        else the database's now plus the bound delay; NULL when neither is bound (a row
+        published for now in the same INSERT). A pending row with a future
+        ``next_retry_at`` is left alone by the claim until the database's clock passes
+        it (see :meth:`overdue_sql`)."""
+        return f"COALESCE({self.timestamp_placeholder}, {self.delay_sql()})"
+
+    def delay_sql(self) -> str:
+        """The database's UTC now plus a bound delay of any length (bound by
+        :meth:`delay_params`); NULL when the delay is NULL."""
+        return self.now_plus_sql()
+
+    def delay_params(self, milliseconds: int | None) -> list[Any]:
+        """The parameters of :meth:`delay_sql` for ``milliseconds`` (None: no delay)."""
+        return [None if milliseconds is None else self.offset_param(milliseconds)]
+
+    def delivery_params(self, at: Any, delay_ms: int | None) -> list[Any]:
+        """The parameters of :meth:`delivery_sql`: ``at`` a bound time or None."""
+        return [at, *self.delay_params(delay_ms)]
 
     def insert_params(self, values: list[Any]) -> list[Any]:
         """The parameters of :meth:`insert_sql`: the rows' values, flattened."""

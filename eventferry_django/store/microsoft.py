@@ -27,6 +27,8 @@ DEADLOCK_VICTIM = 1205
 #: The SQLSTATE of a deadlock victim (and of a snapshot update conflict): the server
 #: rolled the transaction back, so the same work may simply run again.
 SERIALIZATION_FAILURE = "40001"
+#: A scheduled delay is bound as days and milliseconds (see MicrosoftDialect.delay_sql).
+MILLISECONDS_A_DAY = 86_400_000
 #: pyodbc ends a message with the native error number in parentheses: "... (1205)
 #: (SQLExecDirectW)".
 _NATIVE_ERROR = re.compile(r"\((\d+)\)")
@@ -262,6 +264,7 @@ class MicrosoftDialect(Dialect):
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
+    first_row = ("TOP (1) ", "")
     qualify_set_columns = True
     # The claim batch commits or rolls back its own transaction (XACT_ABORT, TRY/CATCH),
     # so it is never nested inside another one.
@@ -280,6 +283,18 @@ class MicrosoftDialect(Dialect):
 
     def now_plus_sql(self) -> str:
         return "DATEADD(MILLISECOND, %s, SYSUTCDATETIME())"
+
+    def delay_sql(self) -> str:
+        # Days and the milliseconds left over: DATEADD takes an INT, and a delay of
+        # milliseconds alone would overflow at ~24.8 days.
+        return ("DATEADD(MILLISECOND, CAST(%s AS INT), "
+                "DATEADD(DAY, CAST(%s AS INT), SYSUTCDATETIME()))")
+
+    def delay_params(self, milliseconds: int | None) -> list[Any]:
+        if milliseconds is None:
+            return [None, None]
+        days, rest = divmod(milliseconds, MILLISECONDS_A_DAY)
+        return [rest, days]
 
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         # One parameter however many ids: SQL Server allows 2,100 parameters at most.

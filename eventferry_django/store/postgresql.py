@@ -178,6 +178,10 @@ class PostgresqlDialect(Dialect):
     def now_plus_sql(self) -> str:
         return "(statement_timestamp() + %s * INTERVAL '1 millisecond')"
 
+    def delay_sql(self) -> str:
+        # Typed, so that a NULL delay (a row with deliver_at, or none) needs no guessing.
+        return "(statement_timestamp() + CAST(%s AS BIGINT) * INTERVAL '1 millisecond')"
+
     def execute_often(self, cursor: Any, sql: str, params: Sequence[Any]) -> Any:
         # Planning the claim costs about as much as running it, every pass. psycopg 3
         # can keep it prepared, but only on a server-side-binding cursor, and Django's
@@ -204,12 +208,14 @@ class PostgresqlDialect(Dialect):
         # deadlock_detected, serialization_failure, lock_not_available
         return getattr(exc.__cause__, "sqlstate", None) in {"40P01", "40001", "55P03"}
 
-    def build_insert_sql(self, rows: int) -> str:
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
         # commit, drops it on rollback and folds repeats within a transaction, and it
-        # costs no extra round trip.
+        # costs no extra round trip. (A scheduled row wakes them for nothing; they find
+        # it not yet due and go back to sleep.)
+        inserted = super().build_insert_sql(rows, scheduled=scheduled)
         return (
-            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
+            f"WITH inserted AS ({inserted} RETURNING 1) "
             "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
         )
 
