@@ -44,8 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections
-from django.db.models import Count, DateTimeField
-from django.db.models.expressions import RawSQL
+from django.db.models import Count
 
 from .conf import get_settings
 from .models import OPEN_STATUSES, OutboxEvent, OutboxEventQuerySet, Status
@@ -141,11 +140,11 @@ def outbox_status(using: str | None = None, *, by_topic: bool = False) -> Outbox
     return OutboxStatus(
         database=alias,
         checked_at=checked_at,
-        backlog=backlog_counts(events, store),
+        backlog=backlog_counts(events),
         dead=events.dead().count(),
         oldest_pending_created_at=oldest_pending_created_at(events),
         last_published_at=last_published_at(events),
-        by_topic=topic_counts(events, store) if by_topic else None,
+        by_topic=topic_counts(events) if by_topic else None,
         oldest_claimable_since=oldest_claimable_since(events, store),
     )
 
@@ -156,13 +155,7 @@ def _open(events: OutboxEventQuerySet) -> OutboxEventQuerySet:
     return events.open().order_by()
 
 
-def _scheduled(events: OutboxEventQuerySet, store: BoundStore) -> OutboxEventQuerySet:
-    """Pending rows whose delivery time is still ahead by the database's clock."""
-    now = RawSQL(store.dialect.now_sql, (), output_field=DateTimeField())
-    return _open(events).filter(status=Status.PENDING, next_retry_at__gt=now)
-
-
-def backlog_counts(events: OutboxEventQuerySet, store: BoundStore) -> dict[str, int]:
+def backlog_counts(events: OutboxEventQuerySet) -> dict[str, int]:
     """Open rows by :data:`BACKLOG_NAMES`: one ``GROUP BY status`` over an index led by
     status, and the scheduled rows counted apart."""
     counts = dict.fromkeys(BACKLOG_NAMES, 0)
@@ -172,7 +165,7 @@ def backlog_counts(events: OutboxEventQuerySet, store: BoundStore) -> dict[str, 
     for status, n in rows:
         counts[_NAMES[status]] = n
     if counts["pending"]:
-        counts["scheduled"] = _scheduled(events, store).count()
+        counts["scheduled"] = events.scheduled().count()
         counts["pending"] -= counts["scheduled"]
     return counts
 
@@ -234,7 +227,7 @@ def last_published_at(events: OutboxEventQuerySet) -> dt.datetime | None:
     return _utc(latest[0]) if latest and latest[0] is not None else None
 
 
-def topic_counts(events: OutboxEventQuerySet, store: BoundStore) -> dict[str, dict[str, int]]:
+def topic_counts(events: OutboxEventQuerySet) -> dict[str, dict[str, int]]:
     """``{topic: {pending, scheduled, claimed, failed, dead}}`` for topics with open or
     dead rows, sorted by topic."""
     by_topic: dict[str, dict[str, int]] = {}
@@ -255,7 +248,7 @@ def topic_counts(events: OutboxEventQuerySet, store: BoundStore) -> dict[str, di
     for topic, n in dead_rows:
         add(topic, "dead", n)
     scheduled_rows: Iterable[tuple[str, int]] = (
-        _scheduled(events, store).values_list("topic").annotate(n=Count("*"))
+        events.scheduled().values_list("topic").annotate(n=Count("*"))
         .values_list("topic", "n")
     )
     for topic, n in scheduled_rows:

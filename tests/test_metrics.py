@@ -198,6 +198,7 @@ def test_backlog_gauges_read_the_database_when_scraped(registry: CollectorRegist
     register_backlog_collector(registry)
     assert sample("eventferry_backlog", registry, database="default", status="pending") == 0
     assert sample("eventferry_oldest_pending_age_seconds", registry, database="default") == 0
+    assert sample("eventferry_oldest_claimable_age_seconds", registry, database="default") == 0
     assert registry.get_sample_value("eventferry_last_published_timestamp_seconds",
                                      {"database": "default"}) is None
 
@@ -208,15 +209,19 @@ def test_backlog_gauges_read_the_database_when_scraped(registry: CollectorRegist
     add("m.t", "4", status=Status.FAILED, attempts=1, next_retry_at=now)
     add("m.t", "5", status=Status.DEAD, processed_at=now, attempts=5)
     done = add("m.t", "6", status=Status.DONE, processed_at=now)
+    add("m.t", "7", next_retry_at=now + timezone.timedelta(days=2),
+        created_at=now - timezone.timedelta(hours=5))  # scheduled ahead
 
     def value(name: str, **labels: str) -> float:
         return sample(name, registry, database="default", **labels)
 
     assert value("eventferry_backlog", status="pending") == 2
+    assert value("eventferry_backlog", status="scheduled") == 1
     assert value("eventferry_backlog", status="claimed") == 1
     assert value("eventferry_backlog", status="failed") == 1
     assert value("eventferry_dead_events") == 1
     assert value("eventferry_oldest_pending_age_seconds") == pytest.approx(HOUR, abs=60)
+    assert value("eventferry_oldest_claimable_age_seconds") == pytest.approx(HOUR, abs=60)
     assert value("eventferry_last_published_timestamp_seconds") == pytest.approx(
         done.processed_at.timestamp(), abs=0.001)
     assert value("eventferry_status_up") == 1
@@ -402,10 +407,11 @@ def test_relay_process_serves_its_metrics_and_the_backlog(tmp_path: Path) -> Non
         assert (metric(values, "eventferry_publish_seconds_count") or 0) >= 1
         # The backlog, read from the test database by the relay process.
         db = {"database": "default"}
-        for status in ("pending", "claimed", "failed"):
+        for status in ("pending", "scheduled", "claimed", "failed"):
             assert metric(values, "eventferry_backlog", status=status, **db) == 0
         assert metric(values, "eventferry_dead_events", **db) == 0
         assert metric(values, "eventferry_oldest_pending_age_seconds", **db) == 0
+        assert metric(values, "eventferry_oldest_claimable_age_seconds", **db) == 0
         assert metric(values, "eventferry_status_up", **db) == 1
         last = metric(values, "eventferry_last_published_timestamp_seconds", **db)
         assert last is not None and abs(time.time() - last) < 60
@@ -423,6 +429,8 @@ def test_relay_process_serves_its_metrics_and_the_backlog(tmp_path: Path) -> Non
         assert metric(values, "eventferry_backlog", status="pending", **db) == 1
         age = metric(values, "eventferry_oldest_pending_age_seconds", **db)
         assert age == pytest.approx(HOUR, abs=60)
+        # None of them could be claimed now: nothing for the alert to fire on.
+        assert metric(values, "eventferry_oldest_claimable_age_seconds", **db) == 0
     finally:
         relay.send_signal(signal.SIGTERM)
         relay.wait(30)
