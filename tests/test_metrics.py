@@ -536,8 +536,12 @@ def test_alert_rules_parse_and_use_known_metrics() -> None:
     rules = yaml.safe_load((CONTRIB / "prometheus" / "eventferry-alerts.yml").read_text())
     (group,) = rules["groups"]
     alerts = {rule["alert"]: rule for rule in group["rules"]}
-    assert {"EventferryRelayStuck", "EventferryDeadEvents", "EventferryOldestPendingTooOld",
+    assert {"EventferryRelayStuck", "EventferryDeadEvents", "EventferryOldestClaimableTooOld",
             "EventferryStatusDown"} <= set(alerts)
+    # The age alerts go by what a relay could claim: never by scheduled events.
+    for name in ("EventferryRelayStuck", "EventferryOldestClaimableTooOld"):
+        assert "eventferry_oldest_claimable_age_seconds" in alerts[name]["expr"], name
+        assert "eventferry_backlog" not in alerts[name]["expr"], name
     for name, rule in alerts.items():
         assert set(rule) >= {"expr", "for", "labels", "annotations"}, name
         assert rule["labels"]["severity"] in {"warning", "critical"}, name
@@ -552,7 +556,7 @@ def test_grafana_dashboard_parses_and_charts_known_metrics() -> None:
     panels = [p for p in dashboard["panels"] if p.get("type") != "row"]
     titles = {p["title"] for p in panels}
     assert {"Published / s by topic", "Dead / s by topic", "Backlog by status",
-            "Oldest pending age", "Claim latency", "Publish latency",
+            "Oldest claimable", "Oldest pending and claimable age", "Claim latency", "Publish latency",
             "Batch size"} <= titles
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids))
@@ -565,5 +569,6 @@ def test_grafana_dashboard_parses_and_charts_known_metrics() -> None:
             used |= found
     assert used <= KNOWN, used - KNOWN
     assert {"eventferry_published_total", "eventferry_dead_total", "eventferry_backlog",
-            "eventferry_oldest_pending_age_seconds", "eventferry_claim_seconds_bucket",
+            "eventferry_oldest_pending_age_seconds", "eventferry_oldest_claimable_age_seconds",
+            "eventferry_claim_seconds_bucket",
             "eventferry_publish_seconds_bucket", "eventferry_batch_size_bucket"} <= used
