@@ -28,11 +28,13 @@ from django.db.models import Count, F, Field, Max, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
-from django.utils.timesince import timesince
+from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from .admin_filters import StatusFilter
 from .conf import get_settings
 from .maintenance import RedriveSelection, delete_dead, redrive
 from .models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
@@ -214,11 +216,20 @@ class _EventAdminBase(_ModelAdmin):
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(_EventAdminBase):
     list_display = (
-        "id", "status", "topic", "aggregate", "attempts", "age", "claimed_age", "processed_age",
+        "id", "state", "topic", "aggregate", "attempts", "age", "claimed_age", "processed_age",
     )
     list_filter = (
-        "status", ("topic", ExactValueFilter), ("aggregate_type", ExactValueFilter),
+        StatusFilter, ("topic", ExactValueFilter), ("aggregate_type", ExactValueFilter),
     )
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def state(self, obj: OutboxEvent) -> str:
+        """The status, a pending event scheduled ahead shown as such (by this server's
+        clock; the relay goes by the database's)."""
+        ahead = obj.next_retry_at
+        if obj.status == Status.PENDING and ahead is not None and ahead > timezone.now():
+            return gettext("scheduled, in %(time)s") % {"time": timeuntil(ahead)}
+        return str(obj.get_status_display())
 
     def has_delete_permission(self, request: HttpRequest, obj: OutboxEvent | None = None) -> bool:
         # Deleting an open row would silently drop a message; only dead rows may go, and

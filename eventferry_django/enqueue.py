@@ -7,6 +7,7 @@ is sent from ``transaction.on_commit`` and so never fires for a rolled-back tran
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ from .conf import EventferrySettings, get_settings
 from .exceptions import InvalidEvent
 from .models import OutboxEvent
 from .naming import TableName
+from .scheduling import Delivery, delivery
 from .serialization import encode_json, encode_payload, unstorable_text
 from .signals import events_committed
 from .store import Dialect, dialect_for
+from .store.bound import utc_param
 from .store.tables import INSERT_COLUMNS
 from .tracing import current_traceparent
 from .transactions import require_transaction
@@ -43,6 +46,8 @@ class NewEvent:
     headers: Mapping[str, Any] | None = None
     partition_key: str | None = None
     message_id: str | None = None
+    deliver_at: dt.datetime | None = None
+    delay: dt.timedelta | None = None
 
 
 def publish_event(
@@ -54,6 +59,8 @@ def publish_event(
     headers: Mapping[str, Any] | None = None,
     partition_key: str | None = None,
     message_id: str | None = None,
+    deliver_at: dt.datetime | None = None,
+    delay: dt.timedelta | None = None,
     using: str | None = None,
 ) -> str:
     """Write one event to the outbox in the current transaction; return its message id.
@@ -62,9 +69,14 @@ def publish_event(
     (``EVENTFERRY["DATABASE"]`` unless ``using`` names another alias); otherwise raises
     :class:`NotInTransaction` and writes nothing. Invalid input raises
     :class:`InvalidEvent` naming the field.
+
+    ``deliver_at`` (a timezone-aware datetime) or ``delay`` (a timedelta) schedules the
+    event: no relay takes it before that time, by the database's clock; a time already
+    past means now. It stays the head of its aggregate meanwhile, so the aggregate's
+    later events wait for it (see the publishing guide).
     """
     event = NewEvent(topic, payload, aggregate_type, aggregate_id, headers,
-                     partition_key, message_id)
+                     partition_key, message_id, deliver_at, delay)
     return publish_events([event], using=using)[0]
 
 
@@ -87,6 +99,8 @@ def publish_events(
             for event, prefix in zip(new_events, prefixes, strict=True)]
     if not rows:
         return []
+    deliveries = [delivery(event.deliver_at, event.delay, prefix)
+                  for event, prefix in zip(new_events, prefixes, strict=True)]
     message_ids = [row[0] for row in rows]
     if len(set(message_ids)) != len(message_ids):
         duplicate = next(m for m in message_ids if message_ids.count(m) > 1)
@@ -95,12 +109,16 @@ def publish_events(
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
     if dialect.features.json_documents_only:
         _refuse_scalar_payloads(rows, prefixes)
+    scheduled = any(deliveries)
+    if scheduled:
+        rows = [(*row, *_delivery_params(connection, dialect, when))
+                for row, when in zip(rows, deliveries, strict=True)]
     chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
               if event.message_id is not None}
     if chosen:
-        _insert_chosen_ids(connection, dialect, rows, chosen)
+        _insert_chosen_ids(connection, dialect, rows, chosen, scheduled)
     else:
-        _insert(connection, dialect, rows)
+        _insert(connection, dialect, rows, scheduled)
 
     transaction.on_commit(
         partial(events_committed.send, sender=OutboxEvent, message_ids=message_ids,
@@ -110,20 +128,29 @@ def publish_events(
     return message_ids
 
 
-def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]]
-            ) -> None:
-    per_statement = max(1, connection.ops.bulk_batch_size(list(INSERT_COLUMNS), rows))
+def _delivery_params(connection: BaseDatabaseWrapper, dialect: Dialect,
+                     when: Delivery | None) -> list[Any]:
+    at = None if when is None or when.at is None else utc_param(connection, dialect, when.at)
+    return dialect.inserts.delivery_params(at, None if when is None else when.delay_ms)
+
+
+def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]],
+            scheduled: bool = False) -> None:
+    # One name per bound value of a row: that is what the vendor's parameter limit counts.
+    per_row = ["value"] * len(rows[0])
+    per_statement = max(1, connection.ops.bulk_batch_size(per_row, rows))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
             chunk = rows[start:start + per_statement]
             cursor.execute(
-                dialect.inserts.insert_sql(len(chunk)),
+                dialect.inserts.insert_sql(len(chunk), scheduled=scheduled),
                 dialect.inserts.insert_params([value for row in chunk for value in row]),
             )
 
 
 def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
-                       rows: list[tuple[Any, ...]], chosen: dict[str, str]) -> None:
+                       rows: list[tuple[Any, ...]], chosen: dict[str, str],
+                       scheduled: bool) -> None:
     """Insert events some of whose message ids the caller chose, so may be taken.
 
     The INSERT runs in a savepoint: a duplicate undoes only the INSERT, and the caller's
@@ -134,7 +161,7 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
     """
     try:
         with transaction.atomic(using=connection.alias):
-            _insert(connection, dialect, rows)
+            _insert(connection, dialect, rows, scheduled)
     except Error as exc:
         ids = list(chosen)
         per_query = max(1, connection.ops.bulk_batch_size(["message_id"], ids))

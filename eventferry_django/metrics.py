@@ -42,10 +42,15 @@ problem for Prometheus, not for eventferry).
 
 Backlog gauges (read from the database when scraped)
 ----------------------------------------------------
-``eventferry_backlog{database, status}`` (status ``pending``, ``claimed``, ``failed``),
+``eventferry_backlog{database, status}`` (status ``pending``, ``scheduled``: pending
+with a delivery time still ahead, ``claimed``, ``failed``),
 ``eventferry_dead_events{database}`` (dead rows now in the table; ``eventferry_dead``
 would clash with the ``eventferry_dead_total`` counter's family name),
 ``eventferry_oldest_pending_age_seconds{database}`` (0 when nothing is pending),
+``eventferry_oldest_claimable_age_seconds{database}`` (how long the oldest row a relay
+could claim now has waited for one: scheduled rows, rows backing off before a retry and
+the rows of their aggregates behind them are not claimable; 0 when none is: the one to
+alert on),
 ``eventferry_last_published_timestamp_seconds{database}`` (absent until a done row
 exists) and ``eventferry_status_up{database}`` (0 when the query failed; the other
 gauges of that database are then absent). The queries are those of
@@ -102,6 +107,7 @@ BACKLOG_METRICS = (
     "eventferry_backlog",
     "eventferry_dead_events",
     "eventferry_oldest_pending_age_seconds",
+    "eventferry_oldest_claimable_age_seconds",
     "eventferry_last_published_timestamp_seconds",
     "eventferry_status_up",
 )
@@ -287,7 +293,8 @@ class BacklogCollector:
         return {
             "backlog": GaugeMetricFamily(
                 "eventferry_backlog", "Outbox rows waiting to be delivered, by status "
-                "(pending, claimed: in flight, failed: retry scheduled).",
+                "(pending, scheduled: pending with a delivery time ahead, claimed: in "
+                "flight, failed: retry scheduled).",
                 labels=["database", "status"]),
             "dead": GaugeMetricFamily(
                 "eventferry_dead_events", "Dead outbox rows (given up on, awaiting a "
@@ -295,6 +302,10 @@ class BacklogCollector:
             "oldest": GaugeMetricFamily(
                 "eventferry_oldest_pending_age_seconds", "Age of the oldest pending "
                 "outbox row; 0 when none is pending.", labels=["database"]),
+            "claimable": GaugeMetricFamily(
+                "eventferry_oldest_claimable_age_seconds", "How long the oldest outbox "
+                "row a relay could claim now has waited (scheduled rows and retries not "
+                "yet due excluded); 0 when none is claimable.", labels=["database"]),
             "last": GaugeMetricFamily(
                 "eventferry_last_published_timestamp_seconds", "When the most recently "
                 "delivered outbox row was settled (Unix time).", labels=["database"]),
@@ -318,6 +329,7 @@ class BacklogCollector:
                 families["backlog"].add_metric([alias, name], float(count))
             families["dead"].add_metric([alias], float(status.dead))
             families["oldest"].add_metric([alias], status.oldest_pending_age_seconds or 0.0)
+            families["claimable"].add_metric([alias], status.oldest_claimable_age_seconds)
             if status.last_published_at is not None:
                 families["last"].add_metric([alias], status.last_published_at.timestamp())
         yield from families.values()

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import models
+from django.db import connections, models
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .conf import orm_db_table
 from .contract import OPEN, StatusCode
+from .store import DIALECTS
 
 
 class Status(models.IntegerChoices):
@@ -35,6 +38,25 @@ OPEN_STATUSES = tuple(Status(code) for code in OPEN)
 class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
     def pending(self) -> OutboxEventQuerySet:
         return self.filter(status=Status.PENDING)
+
+    def scheduled(self) -> OutboxEventQuerySet:
+        """Pending events whose delivery time (``publish_event(..., deliver_at=...)``)
+        is still ahead by the database's clock: no relay takes them before it."""
+        return self._open_pending().filter(next_retry_at__gt=self._database_now())
+
+    def due(self) -> OutboxEventQuerySet:
+        """Pending events a relay may take now: never scheduled, or their time has come."""
+        return self._open_pending().filter(
+            Q(next_retry_at__isnull=True) | Q(next_retry_at__lte=self._database_now()))
+
+    def _open_pending(self) -> OutboxEventQuerySet:
+        # The open statuses spelled out as well: SQLite uses the partial claim index
+        # only when the query repeats its predicate.
+        return self.filter(status__in=OPEN_STATUSES).filter(status=Status.PENDING)
+
+    def _database_now(self) -> RawSQL:
+        now_sql = DIALECTS[connections[self.db].vendor].now_sql
+        return RawSQL(now_sql, (), output_field=models.DateTimeField())
 
     def claimed(self) -> OutboxEventQuerySet:
         return self.filter(status=Status.CLAIMED)

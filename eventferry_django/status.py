@@ -1,5 +1,6 @@
 """How the outbox is doing: backlog by status (and by topic), dead rows, the age of the
-oldest pending event and when the last one was published.
+oldest pending event, the age of the oldest event a relay could claim now and when the
+last one was published.
 
 One code path for every face: ``manage.py outbox_status`` prints it, and the Prometheus
 backlog collector (:func:`eventferry_django.metrics.register_backlog_collector`) exports
@@ -19,6 +20,11 @@ them counts or sorts done rows:
   pending row; ``MIN(id)`` or ``ORDER BY id`` get planned as a walk of the primary key
   from its start, through every done row, on PostgreSQL and MariaDB respectively. Ids
   grow with insertion, so this is the earliest enqueued pending row;
+- scheduled rows (pending, with a delivery time still ahead by the database's clock)
+  are counted apart from the pending ones, in the pending status's range of the claim
+  index, past its due rows;
+- the oldest claimable row is found by the claim's own probes, each stopping at its
+  first row (see :mod:`eventferry_django.store.claimable`);
 - the last publication is ``MAX(processed_at)`` of done rows, read as the first entry of
   a backward scan of the retention index.
 
@@ -42,6 +48,9 @@ from django.db.models import Count
 
 from .conf import get_settings
 from .models import OPEN_STATUSES, OutboxEvent, OutboxEventQuerySet, Status
+from .store.bound import BoundStore
+from .store.claimable import PROBE_COLUMNS
+from .store.sql import bind
 
 #: The statuses counted as backlog, by the names used in output and metric labels.
 BACKLOG_STATUSES: dict[str, Status] = {
@@ -49,8 +58,11 @@ BACKLOG_STATUSES: dict[str, Status] = {
     "claimed": Status.CLAIMED,
     "failed": Status.FAILED,
 }
+#: The backlog's names in output order: ``scheduled`` is the part of the pending rows
+#: whose delivery time is still ahead (``publish_event(..., deliver_at=...)``).
+BACKLOG_NAMES: tuple[str, ...] = ("pending", "scheduled", "claimed", "failed")
 #: Column names of the per-topic breakdown, in output order.
-TOPIC_COLUMNS: tuple[str, ...] = (*BACKLOG_STATUSES, "dead")
+TOPIC_COLUMNS: tuple[str, ...] = (*BACKLOG_NAMES, "dead")
 
 _NAMES = {int(code): name for name, code in BACKLOG_STATUSES.items()}
 
@@ -61,7 +73,8 @@ class OutboxStatus:
 
     database: str
     checked_at: dt.datetime
-    #: Open rows by status name: ``pending``, ``claimed``, ``failed`` (always all three).
+    #: Open rows by :data:`BACKLOG_NAMES` (always all four); ``pending`` excludes the
+    #: ``scheduled`` rows.
     backlog: Mapping[str, int]
     dead: int
     #: ``created_at`` of the pending row with the smallest id, or None without one.
@@ -69,9 +82,19 @@ class OutboxStatus:
     #: ``processed_at`` of the most recently published (done) row; None when there is none
     #: (nothing published yet, or every done row was purged).
     last_published_at: dt.datetime | None
-    #: ``{topic: {"pending": n, "claimed": n, "failed": n, "dead": n}}`` for topics with
-    #: open or dead rows; None unless asked for.
+    #: ``{topic: {"pending": n, "scheduled": n, "claimed": n, "failed": n, "dead": n}}``
+    #: for topics with open or dead rows; None unless asked for.
     by_topic: Mapping[str, Mapping[str, int]] | None = None
+    #: Since when the oldest row a relay could claim now has been claimable (written,
+    #: come due, or its lease run out); None when no row can be claimed.
+    oldest_claimable_since: dt.datetime | None = None
+
+    @property
+    def oldest_claimable_age_seconds(self) -> float:
+        """How long the oldest claimable row has waited; 0 when there is none."""
+        if self.oldest_claimable_since is None:
+            return 0.0
+        return _age(self.checked_at, self.oldest_claimable_since)
 
     @property
     def oldest_pending_age_seconds(self) -> float | None:
@@ -94,6 +117,8 @@ class OutboxStatus:
             "dead": self.dead,
             "oldest_pending_created_at": _iso(self.oldest_pending_created_at),
             "oldest_pending_age_seconds": _rounded(self.oldest_pending_age_seconds),
+            "oldest_claimable_since": _iso(self.oldest_claimable_since),
+            "oldest_claimable_age_seconds": _rounded(self.oldest_claimable_age_seconds),
             "last_published_at": _iso(self.last_published_at),
             "last_published_age_seconds": _rounded(self.last_published_age_seconds),
             "topics": None if self.by_topic is None else {
@@ -110,6 +135,7 @@ def outbox_status(using: str | None = None, *, by_topic: bool = False) -> Outbox
     """
     alias = using or get_settings().database
     events = OutboxEvent.objects.using(alias)
+    store = BoundStore(alias)
     checked_at = dt.datetime.now(dt.UTC)
     return OutboxStatus(
         database=alias,
@@ -119,6 +145,7 @@ def outbox_status(using: str | None = None, *, by_topic: bool = False) -> Outbox
         oldest_pending_created_at=oldest_pending_created_at(events),
         last_published_at=last_published_at(events),
         by_topic=topic_counts(events) if by_topic else None,
+        oldest_claimable_since=oldest_claimable_since(events, store),
     )
 
 
@@ -129,14 +156,37 @@ def _open(events: OutboxEventQuerySet) -> OutboxEventQuerySet:
 
 
 def backlog_counts(events: OutboxEventQuerySet) -> dict[str, int]:
-    """Open rows by status name: one ``GROUP BY status`` over an index led by status."""
-    counts = dict.fromkeys(BACKLOG_STATUSES, 0)
+    """Open rows by :data:`BACKLOG_NAMES`: one ``GROUP BY status`` over an index led by
+    status, and the scheduled rows counted apart."""
+    counts = dict.fromkeys(BACKLOG_NAMES, 0)
     rows: Iterable[tuple[int, int]] = (
         _open(events).values_list("status").annotate(n=Count("*")).values_list("status", "n")
     )
     for status, n in rows:
         counts[_NAMES[status]] = n
+    if counts["pending"]:
+        counts["scheduled"] = events.scheduled().count()
+        counts["pending"] -= counts["scheduled"]
     return counts
+
+
+def oldest_claimable_since(events: OutboxEventQuerySet, store: BoundStore
+                           ) -> dt.datetime | None:
+    """Since when the oldest row a relay could claim now has been claimable, by the
+    claim's own predicates (see :mod:`eventferry_django.store.claimable`); None when no
+    row can be claimed. A lease counts as run out ``CLAIM_TIMEOUT`` after its claim (or
+    at the time its relay last renewed it to, if later)."""
+    lease = dt.timedelta(seconds=get_settings().claim_timeout)
+    offset = store.dialect.offset_param(-round(lease / dt.timedelta(milliseconds=1)))
+    since: list[dt.datetime] = []
+    for kind, (sql, params) in store.dialect.claimable.probes().items():
+        for row in events.raw(sql, bind(params, lease_offset=offset)):
+            # The probe's columns: when the row became claimable, or (a lease) when it
+            # was claimed, then when its relay last renewed the lease to.
+            first, *renewed = (getattr(row, column) for column in PROBE_COLUMNS[kind][1:])
+            start = _utc(first) + (lease if kind == "lease" else dt.timedelta(0))
+            since.append(max([start, *(_utc(r) for r in renewed if r is not None)]))
+    return min(since, default=None)
 
 
 def oldest_pending_created_at(events: OutboxEventQuerySet) -> dt.datetime | None:
@@ -151,8 +201,9 @@ def oldest_pending_created_at(events: OutboxEventQuerySet) -> dt.datetime | None
     sort last (PostgreSQL) those rows sit at the end of the range, so the query asks
     for ``next_retry_at IS NULL``, an index condition there (for which MariaDB sorts
     every pending row and SQLite scans the table), and falls back to the first entry
-    when no such row exists. Pending rows with a retry time are not written today; the claim
-    honours them all the same.
+    when no such row exists. Pending rows with a retry time are scheduled events (see
+    :mod:`eventferry_django.scheduling`); for the age that leaves them out, see
+    :func:`oldest_claimable_since`.
     """
     first = events.pending().order_by("status", "next_retry_at", "id")
     # A feature flag, not a vendor name: it says where NULLs sit in an ascending index.
@@ -177,8 +228,8 @@ def last_published_at(events: OutboxEventQuerySet) -> dt.datetime | None:
 
 
 def topic_counts(events: OutboxEventQuerySet) -> dict[str, dict[str, int]]:
-    """``{topic: {pending, claimed, failed, dead}}`` for topics with open or dead rows,
-    sorted by topic."""
+    """``{topic: {pending, scheduled, claimed, failed, dead}}`` for topics with open or
+    dead rows, sorted by topic."""
     by_topic: dict[str, dict[str, int]] = {}
 
     def add(topic: str, column: str, n: int) -> None:
@@ -196,6 +247,13 @@ def topic_counts(events: OutboxEventQuerySet) -> dict[str, dict[str, int]]:
     )
     for topic, n in dead_rows:
         add(topic, "dead", n)
+    scheduled_rows: Iterable[tuple[str, int]] = (
+        events.scheduled().values_list("topic").annotate(n=Count("*"))
+        .values_list("topic", "n")
+    )
+    for topic, n in scheduled_rows:
+        by_topic[topic]["scheduled"] = n
+        by_topic[topic]["pending"] -= n
     return dict(sorted(by_topic.items()))
 
 
@@ -219,11 +277,13 @@ def _rounded(value: float | None) -> float | None:
 
 
 __all__ = [
+    "BACKLOG_NAMES",
     "BACKLOG_STATUSES",
     "OPEN_STATUSES",
     "OutboxStatus",
     "backlog_counts",
     "last_published_at",
+    "oldest_claimable_since",
     "oldest_pending_created_at",
     "outbox_status",
     "topic_counts",

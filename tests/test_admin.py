@@ -212,6 +212,28 @@ def test_topic_filter_is_a_text_box_without_select_distinct() -> None:
     assert len(client.get(EVENTS, {"topic": ""}).context["cl"].result_list) == 2
 
 
+def test_scheduled_events_are_shown_and_filtered_apart_from_pending_ones() -> None:
+    pending = make_event(Status.PENDING, processed_ago=None)
+    scheduled = make_event(Status.PENDING, processed_ago=None)
+    due = make_event(Status.PENDING, processed_ago=None)
+    done = make_event(Status.DONE, error=None)
+    now = timezone.now()
+    OutboxEvent.objects.filter(pk=scheduled.pk).update(next_retry_at=now + dt.timedelta(hours=3))
+    OutboxEvent.objects.filter(pk=due.pk).update(next_retry_at=now - dt.timedelta(minutes=1))
+    client = client_for(staff_user("viewer", "view_outboxevent"))
+
+    def listed(status: str) -> list[int]:
+        return sorted(e.pk for e in client.get(EVENTS, {"status": status})
+                      .context["cl"].result_list)
+
+    assert listed("scheduled") == [scheduled.pk]
+    assert listed(str(Status.PENDING.value)) == sorted([pending.pk, due.pk])
+    assert listed(str(Status.DONE.value)) == [done.pk]
+    html = unescape(client.get(EVENTS).content.decode()).replace("\xa0", " ")
+    assert re.search(r"scheduled, in (2 hours, 59 minutes|3 hours)", html), html
+    assert html.count('<td class="field-state">pending</td>') == 2  # the due one too
+
+
 def test_no_full_count_of_the_table() -> None:
     make_event(Status.DONE, error=None, topic="a")
     make_event(Status.DONE, error=None, topic="b")

@@ -50,6 +50,25 @@ def test_reverse_and_insert_match_golden(vendor: str) -> None:
     assert_golden(f"{vendor}_insert_2_rows.sql", render([dialect.inserts.insert_sql(2)]))
 
 
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_scheduled_insert_matches_golden(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert_golden(f"{vendor}_insert_2_rows_scheduled.sql",
+                  render([dialect.inserts.insert_sql(2, scheduled=True)]))
+
+
+def test_tsql_scheduled_insert_parses_with_parameters() -> None:
+    dialect = MicrosoftDialect(TableName("outbox"))
+    insert = _parse_one(dialect.inserts.insert_sql(3, scheduled=True).replace("%s", "?"))
+    assert isinstance(insert, exp.Insert)
+    assert [c.name for c in insert.this.expressions] == [*INSERT_COLUMNS, "next_retry_at"]
+    rows = insert.expression.expressions
+    assert len(rows) == 3
+    # Each row binds its own values, then the delivery time's.
+    per_row = len(INSERT_COLUMNS) + len(dialect.inserts.delivery_params(None, None))
+    assert all(len(list(row.find_all(exp.Placeholder))) == per_row for row in rows)
+
+
 def test_tsql_is_one_batch_without_go() -> None:
     statements = MicrosoftDialect(TableName("outbox")).schema.create_statements()
     assert len(statements) == 1

@@ -198,6 +198,7 @@ def test_backlog_gauges_read_the_database_when_scraped(registry: CollectorRegist
     register_backlog_collector(registry)
     assert sample("eventferry_backlog", registry, database="default", status="pending") == 0
     assert sample("eventferry_oldest_pending_age_seconds", registry, database="default") == 0
+    assert sample("eventferry_oldest_claimable_age_seconds", registry, database="default") == 0
     assert registry.get_sample_value("eventferry_last_published_timestamp_seconds",
                                      {"database": "default"}) is None
 
@@ -208,15 +209,19 @@ def test_backlog_gauges_read_the_database_when_scraped(registry: CollectorRegist
     add("m.t", "4", status=Status.FAILED, attempts=1, next_retry_at=now)
     add("m.t", "5", status=Status.DEAD, processed_at=now, attempts=5)
     done = add("m.t", "6", status=Status.DONE, processed_at=now)
+    add("m.t", "7", next_retry_at=now + timezone.timedelta(days=2),
+        created_at=now - timezone.timedelta(hours=5))  # scheduled ahead
 
     def value(name: str, **labels: str) -> float:
         return sample(name, registry, database="default", **labels)
 
     assert value("eventferry_backlog", status="pending") == 2
+    assert value("eventferry_backlog", status="scheduled") == 1
     assert value("eventferry_backlog", status="claimed") == 1
     assert value("eventferry_backlog", status="failed") == 1
     assert value("eventferry_dead_events") == 1
     assert value("eventferry_oldest_pending_age_seconds") == pytest.approx(HOUR, abs=60)
+    assert value("eventferry_oldest_claimable_age_seconds") == pytest.approx(HOUR, abs=60)
     assert value("eventferry_last_published_timestamp_seconds") == pytest.approx(
         done.processed_at.timestamp(), abs=0.001)
     assert value("eventferry_status_up") == 1
@@ -402,10 +407,11 @@ def test_relay_process_serves_its_metrics_and_the_backlog(tmp_path: Path) -> Non
         assert (metric(values, "eventferry_publish_seconds_count") or 0) >= 1
         # The backlog, read from the test database by the relay process.
         db = {"database": "default"}
-        for status in ("pending", "claimed", "failed"):
+        for status in ("pending", "scheduled", "claimed", "failed"):
             assert metric(values, "eventferry_backlog", status=status, **db) == 0
         assert metric(values, "eventferry_dead_events", **db) == 0
         assert metric(values, "eventferry_oldest_pending_age_seconds", **db) == 0
+        assert metric(values, "eventferry_oldest_claimable_age_seconds", **db) == 0
         assert metric(values, "eventferry_status_up", **db) == 1
         last = metric(values, "eventferry_last_published_timestamp_seconds", **db)
         assert last is not None and abs(time.time() - last) < 60
@@ -423,6 +429,8 @@ def test_relay_process_serves_its_metrics_and_the_backlog(tmp_path: Path) -> Non
         assert metric(values, "eventferry_backlog", status="pending", **db) == 1
         age = metric(values, "eventferry_oldest_pending_age_seconds", **db)
         assert age == pytest.approx(HOUR, abs=60)
+        # None of them could be claimed now: nothing for the alert to fire on.
+        assert metric(values, "eventferry_oldest_claimable_age_seconds", **db) == 0
     finally:
         relay.send_signal(signal.SIGTERM)
         relay.wait(30)
@@ -528,8 +536,12 @@ def test_alert_rules_parse_and_use_known_metrics() -> None:
     rules = yaml.safe_load((CONTRIB / "prometheus" / "eventferry-alerts.yml").read_text())
     (group,) = rules["groups"]
     alerts = {rule["alert"]: rule for rule in group["rules"]}
-    assert {"EventferryRelayStuck", "EventferryDeadEvents", "EventferryOldestPendingTooOld",
+    assert {"EventferryRelayStuck", "EventferryDeadEvents", "EventferryOldestClaimableTooOld",
             "EventferryStatusDown"} <= set(alerts)
+    # The age alerts go by what a relay could claim: never by scheduled events.
+    for name in ("EventferryRelayStuck", "EventferryOldestClaimableTooOld"):
+        assert "eventferry_oldest_claimable_age_seconds" in alerts[name]["expr"], name
+        assert "eventferry_backlog" not in alerts[name]["expr"], name
     for name, rule in alerts.items():
         assert set(rule) >= {"expr", "for", "labels", "annotations"}, name
         assert rule["labels"]["severity"] in {"warning", "critical"}, name
@@ -544,7 +556,7 @@ def test_grafana_dashboard_parses_and_charts_known_metrics() -> None:
     panels = [p for p in dashboard["panels"] if p.get("type") != "row"]
     titles = {p["title"] for p in panels}
     assert {"Published / s by topic", "Dead / s by topic", "Backlog by status",
-            "Oldest pending age", "Claim latency", "Publish latency",
+            "Oldest claimable", "Oldest pending and claimable age", "Claim latency", "Publish latency",
             "Batch size"} <= titles
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids))
@@ -557,5 +569,6 @@ def test_grafana_dashboard_parses_and_charts_known_metrics() -> None:
             used |= found
     assert used <= KNOWN, used - KNOWN
     assert {"eventferry_published_total", "eventferry_dead_total", "eventferry_backlog",
-            "eventferry_oldest_pending_age_seconds", "eventferry_claim_seconds_bucket",
+            "eventferry_oldest_pending_age_seconds", "eventferry_oldest_claimable_age_seconds",
+            "eventferry_claim_seconds_bucket",
             "eventferry_publish_seconds_bucket", "eventferry_batch_size_bucket"} <= used

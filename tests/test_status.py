@@ -19,6 +19,7 @@ from django.utils import timezone
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.status import outbox_status
+from eventferry_django.store.claimable import PROBE_COLUMNS
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,7 @@ def run(*args: str) -> str:
 def test_an_empty_outbox() -> None:
     status = outbox_status()
     assert status.database == "default"
-    assert dict(status.backlog) == {"pending": 0, "claimed": 0, "failed": 0}
+    assert dict(status.backlog) == {"pending": 0, "scheduled": 0, "claimed": 0, "failed": 0}
     assert status.dead == 0
     assert status.oldest_pending_created_at is None
     assert status.oldest_pending_age_seconds is None
@@ -74,7 +75,7 @@ def test_counts_open_and_dead_rows_by_status_and_topic_but_never_done_ones() -> 
 
     status = outbox_status(by_topic=True)
 
-    assert dict(status.backlog) == {"pending": 2, "claimed": 1, "failed": 1}
+    assert dict(status.backlog) == {"pending": 2, "scheduled": 0, "claimed": 1, "failed": 1}
     assert status.dead == 3
     assert status.oldest_pending_created_at == oldest.created_at
     assert status.oldest_pending_age_seconds == pytest.approx(2 * 3600, abs=60)
@@ -82,9 +83,9 @@ def test_counts_open_and_dead_rows_by_status_and_topic_but_never_done_ones() -> 
     assert status.last_published_age_seconds == pytest.approx(300, abs=60)
     # Topics with open or dead rows only ("shipping" has only a done row), sorted.
     assert status.by_topic == {
-        "audit": {"pending": 0, "claimed": 0, "failed": 0, "dead": 1},
-        "orders": {"pending": 2, "claimed": 1, "failed": 0, "dead": 0},
-        "payments": {"pending": 0, "claimed": 0, "failed": 1, "dead": 2},
+        "audit": {"pending": 0, "scheduled": 0, "claimed": 0, "failed": 0, "dead": 1},
+        "orders": {"pending": 2, "scheduled": 0, "claimed": 1, "failed": 0, "dead": 0},
+        "payments": {"pending": 0, "scheduled": 0, "claimed": 0, "failed": 1, "dead": 2},
     }
 
 
@@ -127,13 +128,15 @@ def test_json_output_has_stable_keys_and_values() -> None:
 
     assert sorted(data) == [
         "backlog", "checked_at", "database", "dead", "last_published_age_seconds",
-        "last_published_at", "oldest_pending_age_seconds", "oldest_pending_created_at",
-        "topics",
+        "last_published_at", "oldest_claimable_age_seconds", "oldest_claimable_since",
+        "oldest_pending_age_seconds", "oldest_pending_created_at", "topics",
     ]
     assert data["database"] == "default"
-    assert data["backlog"] == {"pending": 1, "claimed": 0, "failed": 0}
+    assert data["backlog"] == {"pending": 1, "scheduled": 0, "claimed": 0, "failed": 0}
     assert data["dead"] == 1
-    assert data["topics"] == {"orders": {"pending": 1, "claimed": 0, "failed": 0, "dead": 1}}
+    assert data["topics"] == {"orders": {"pending": 1, "scheduled": 0, "claimed": 0,
+                                         "failed": 0, "dead": 1}}
+    assert 3500 < data["oldest_claimable_age_seconds"] < 3700
     assert 3500 < data["oldest_pending_age_seconds"] < 3700
     for key in ("checked_at", "oldest_pending_created_at", "last_published_at"):
         parsed = dt.datetime.fromisoformat(data[key])
@@ -142,7 +145,7 @@ def test_json_output_has_stable_keys_and_values() -> None:
 
 def test_json_output_of_an_empty_outbox() -> None:
     data = json.loads(run("--json", "--database", "default"))
-    assert data["backlog"] == {"pending": 0, "claimed": 0, "failed": 0}
+    assert data["backlog"] == {"pending": 0, "scheduled": 0, "claimed": 0, "failed": 0}
     assert data["dead"] == 0
     assert data["topics"] == {}
     assert data["oldest_pending_created_at"] is None
@@ -165,15 +168,17 @@ def test_table_output() -> None:
     assert re.search(r"^  failed +0$", out, re.M)
     assert re.search(r"^  dead +1$", out, re.M)
     assert re.search(r"^  oldest pending +\S+ \(2h 0[23]m ago\)$", out, re.M)
+    assert re.search(r"^  oldest claimable +\S+ \(2h 0[23]m ago\)$", out, re.M)
     assert re.search(r"^  last published +\S+ \(4[0-9]s ago\)$", out, re.M)
-    assert re.search(r"^  topic +pending +claimed +failed +dead$", out, re.M)
-    assert re.search(r"^  order\.shipped\.with\.a\.long\.name +0 +1 +0 +0$", out, re.M)
-    assert re.search(r"^  orders +1 +0 +0 +1$", out, re.M)
+    assert re.search(r"^  topic +pending +scheduled +claimed +failed +dead$", out, re.M)
+    assert re.search(r"^  order\.shipped\.with\.a\.long\.name +0 +0 +1 +0 +0$", out, re.M)
+    assert re.search(r"^  orders +1 +0 +0 +0 +1$", out, re.M)
 
 
 def test_table_output_of_an_empty_outbox() -> None:
     out = run()
     assert re.search(r"^  oldest pending +none$", out, re.M)
+    assert re.search(r"^  oldest claimable +none$", out, re.M)
     assert re.search(r"^  last published +never$", out, re.M)
     assert "topic" not in out
 
@@ -212,7 +217,7 @@ def fill_with_history() -> None:
 def status_queries() -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         status = outbox_status()
-    assert dict(status.backlog) == {"pending": 30, "claimed": 1, "failed": 1}
+    assert dict(status.backlog) == {"pending": 30, "scheduled": 0, "claimed": 1, "failed": 1}
     assert status.dead == 1
     return [query["sql"] for query in captured.captured_queries]
 
@@ -234,9 +239,14 @@ def plan(sql: str) -> str:
 def plans_by_query() -> dict[str, str]:
     """``{what: plan}`` for the collector's queries (``outbox_status()``)."""
     plans: dict[str, str] = {}
+    probes = iter(PROBE_COLUMNS)
     for sql in status_queries():
-        if "GROUP BY" in sql:
+        if " AS c WHERE " in sql:
+            what = f"claimable {next(probes)}"
+        elif "GROUP BY" in sql:
             what = "open counts"
+        elif "COUNT(*)" in sql and "next_retry_at" in sql:
+            what = "scheduled count"
         elif "COUNT(*)" in sql:
             what = "dead count"
         elif "processed_at" in sql.split("FROM")[0]:
@@ -245,7 +255,9 @@ def plans_by_query() -> dict[str, str]:
             what = "oldest pending"
         assert what not in plans, sql
         plans[what] = f"{sql}\n{plan(sql)}"
-    assert sorted(plans) == ["dead count", "last published", "oldest pending", "open counts"]
+    assert sorted(plans) == sorted([
+        "dead count", "last published", "oldest pending", "open counts", "scheduled count",
+        *(f"claimable {kind}" for kind in PROBE_COLUMNS)])
     return plans
 
 
@@ -256,7 +268,12 @@ def test_postgresql_serves_the_status_from_the_indexes() -> None:
     plans = plans_by_query()
     for what, text in plans.items():
         assert "Seq Scan" not in text, text
-        if what != "open counts":
+        if what.startswith("claimable"):
+            # The claim's own scans: over the indexes of open rows only, whichever the
+            # planner takes for 32 open rows (test_scheduled_plans.py measures them
+            # among 20,000 scheduled rows).
+            assert not re.search(r"on \"?IX_outbox_(closed_rows|done_processed_at)", text), text
+        elif what not in ("open counts", "scheduled count"):
             assert "Bitmap Heap Scan" not in text, text
     # Open rows: one of the indexes over open rows only, so the done rows cost nothing
     # (the retention index holds closed rows only since migration 0007).

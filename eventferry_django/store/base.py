@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..contract import CLAIMED, FAILED, PENDING
 from ..naming import QUOTES, TableName
+from .claimable import ClaimableSql
 from .features import Features
 from .inbox_sql import InboxSql
 from .inserts import InsertSql
@@ -73,6 +74,8 @@ class Dialect:
         self.inbox = self.inbox_class(self)
         #: The history pipeline's SQL over this outbox.
         self.closed_rows = self.closed_rows_class(self)
+        #: The probes for the oldest row a relay could claim now (the status's gauge).
+        self.claimable = ClaimableSql(self)
 
     # -- identifiers and literals ------------------------------------------------------
     def quote(self, identifier: str) -> str:
@@ -81,6 +84,9 @@ class Dialect:
 
     def columns(self, names: Sequence[str]) -> str:
         return ", ".join(self.quote(n) for n in names)
+
+    #: How a query asks for its first row only: before the columns, after ORDER BY.
+    first_row: ClassVar[tuple[str, str]] = ("", " LIMIT 1")
 
     # -- planner statistics (see store/statistics.py) ---------------------------------
     def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:

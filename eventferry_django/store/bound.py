@@ -31,6 +31,28 @@ T = TypeVar("T")
 TRANSIENT_ATTEMPTS = 4
 
 
+def utc_value(dialect: Dialect, moment: dt.datetime) -> dt.datetime:
+    """``moment`` as a value the ORM compares the UTC columns of ``dialect`` with
+    correctly.
+
+    The columns hold the database's UTC clock whatever ``USE_TZ`` says, but with
+    ``USE_TZ = False`` Django binds a datetime as local wall time of ``TIME_ZONE``.
+    Then only timestamptz (which carries the zone) takes an aware value; the other
+    vendors' columns are compared with UTC wall time. A naive ``moment`` is read as
+    Django reads one: in the current time zone.
+    """
+    aware = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+    utc = aware.astimezone(dt.UTC)
+    if django_settings.USE_TZ or dialect.features.zoned_timestamps:
+        return utc
+    return utc.replace(tzinfo=None)
+
+
+def utc_param(connection: BaseDatabaseWrapper, dialect: Dialect, moment: dt.datetime) -> Any:
+    """``moment`` bound as a parameter of ``dialect``'s own SQL (see :func:`utc_value`)."""
+    return connection.ops.adapt_datetimefield_value(utc_value(dialect, moment))
+
+
 class BoundStore:
     """The dialect of the database behind ``using`` (``EVENTFERRY["DATABASE"]`` by
     default), for eventferry's tables as the settings name them."""
@@ -47,23 +69,13 @@ class BoundStore:
         return connections[self.alias]
 
     def utc_value(self, moment: dt.datetime) -> dt.datetime:
-        """``moment`` as a value the ORM compares the UTC columns with correctly.
-
-        The columns hold the database's UTC clock whatever ``USE_TZ`` says, but with
-        ``USE_TZ = False`` Django binds a datetime as local wall time of ``TIME_ZONE``.
-        Then only timestamptz (which carries the zone) takes an aware value; the other
-        vendors' columns are compared with UTC wall time. A naive ``moment`` is read as
-        Django reads one: in the current time zone.
-        """
-        aware = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
-        utc = aware.astimezone(dt.UTC)
-        if django_settings.USE_TZ or self.dialect.features.zoned_timestamps:
-            return utc
-        return utc.replace(tzinfo=None)
+        """``moment`` as a value the ORM compares the UTC columns with correctly (see
+        :func:`utc_value`)."""
+        return utc_value(self.dialect, moment)
 
     def utc_param(self, moment: dt.datetime) -> Any:
-        """``moment`` bound as a parameter of our own SQL (see :meth:`utc_value`)."""
-        return self.connection.ops.adapt_datetimefield_value(self.utc_value(moment))
+        """``moment`` bound as a parameter of our own SQL (see :func:`utc_value`)."""
+        return utc_param(self.connection, self.dialect, moment)
 
     def _run(self, operation: Callable[[Any], T], *, atomic: bool = True) -> T:
         """Run ``operation`` with a cursor; in a transaction only when it issues more

@@ -25,6 +25,12 @@ class InsertsDialect(Protocol):
 
     def statement(self, key: Hashable, build: Callable[[], T]) -> T: ...
 
+    timestamp_placeholder: ClassVar[str]
+
+    def now_plus_sql(self) -> str: ...
+
+    def offset_param(self, milliseconds: int) -> Any: ...
+
 
 class InsertSql:
     """The INSERT of new events into one outbox (the dialect's)."""
@@ -38,22 +44,52 @@ class InsertSql:
         self.quote = dialect.quote
         self.columns = dialect.columns
         self.statement = dialect.statement
+        self.timestamp_placeholder = dialect.timestamp_placeholder
+        self.now_plus_sql = dialect.now_plus_sql
+        self.offset_param = dialect.offset_param
 
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
-    def insert_sql(self, rows: int) -> str:
+    def insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
         """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
-        bind it with :meth:`insert_params`."""
-        return self.statement(("insert", rows), lambda: self.build_insert_sql(rows))
+        bind it with :meth:`insert_params`. ``scheduled`` adds ``next_retry_at``, each
+        row's :meth:`delivery_sql` (bound by :meth:`delivery_params`, after the row's
+        other values)."""
+        return self.statement(("insert", rows, scheduled),
+                              lambda: self.build_insert_sql(rows, scheduled=scheduled))
 
-    def build_insert_sql(self, rows: int) -> str:
-        row = "(" + ", ".join(
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
+        columns, values = INSERT_COLUMNS, [
             self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
-        ) + ")"
+        ]
+        if scheduled:
+            columns, values = (*columns, "next_retry_at"), [*values, self.delivery_sql()]
+        row = "(" + ", ".join(values) + ")"
         return (
-            f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
+            f"INSERT INTO {self.table} ({self.columns(columns)}) VALUES "
             + ", ".join([row] * rows)
         )
+
+    def delivery_sql(self) -> str:
+        """When a scheduled row may first be claimed: the bound time (``deliver_at``), or
+        else the database's now plus the bound delay; NULL when neither is bound (a row
+        published for now in the same INSERT). A pending row with a future
+        ``next_retry_at`` is left alone by the claim until the database's clock passes
+        it (see ``Dialect.overdue_sql``)."""
+        return f"COALESCE({self.timestamp_placeholder}, {self.delay_sql()})"
+
+    def delay_sql(self) -> str:
+        """The database's UTC now plus a bound delay of any length (bound by
+        :meth:`delay_params`); NULL when the delay is NULL."""
+        return self.now_plus_sql()
+
+    def delay_params(self, milliseconds: int | None) -> list[Any]:
+        """The parameters of :meth:`delay_sql` for ``milliseconds`` (None: no delay)."""
+        return [None if milliseconds is None else self.offset_param(milliseconds)]
+
+    def delivery_params(self, at: Any, delay_ms: int | None) -> list[Any]:
+        """The parameters of :meth:`delivery_sql`: ``at`` a bound time or None."""
+        return [at, *self.delay_params(delay_ms)]
 
     def insert_params(self, values: list[Any]) -> list[Any]:
         """The parameters of :meth:`insert_sql`: the rows' values, flattened."""

@@ -19,6 +19,7 @@ from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
+from .inserts import InsertSql
 from .limits import SQL_SERVER_DELETE_ROWS
 from .purge import PurgeSql
 from .schema import SchemaSql
@@ -40,6 +41,8 @@ DEADLOCK_VICTIM = 1205
 #: The SQLSTATE of a deadlock victim (and of a snapshot update conflict): the server
 #: rolled the transaction back, so the same work may simply run again.
 SERIALIZATION_FAILURE = "40001"
+#: A scheduled delay is bound as days and milliseconds (see MicrosoftInserts.delay_sql).
+MILLISECONDS_A_DAY = 86_400_000
 #: pyodbc ends a message with the native error number in parentheses: "... (1205)
 #: (SQLExecDirectW)".
 _NATIVE_ERROR = re.compile(r"\((\d+)\)")
@@ -272,6 +275,20 @@ class MicrosoftFeatures(Features):
     claim_joins_transaction = False
 
 
+class MicrosoftInserts(InsertSql):
+    def delay_sql(self) -> str:
+        # Days and the milliseconds left over: DATEADD takes an INT, and a delay of
+        # milliseconds alone would overflow at ~24.8 days.
+        return ("DATEADD(MILLISECOND, CAST(%s AS INT), "
+                "DATEADD(DAY, CAST(%s AS INT), SYSUTCDATETIME()))")
+
+    def delay_params(self, milliseconds: int | None) -> list[Any]:
+        if milliseconds is None:
+            return [None, None]
+        days, rest = divmod(milliseconds, MILLISECONDS_A_DAY)
+        return [rest, days]
+
+
 class MicrosoftSettlement(SettlementSql):
     # READPAST stands in for SKIP LOCKED: a renewal never waits on a locked row (see
     # SettlementSql.renew); under RCSI SQL Server takes READPAST only with
@@ -325,6 +342,7 @@ class MicrosoftDialect(Dialect):
     vendor = "microsoft"
     features_class = MicrosoftFeatures
     schema_class = MicrosoftSchema
+    inserts_class = MicrosoftInserts
     settlement_class = MicrosoftSettlement
     purge_class = MicrosoftPurge
     inbox_class = MicrosoftInbox
@@ -332,6 +350,7 @@ class MicrosoftDialect(Dialect):
 
     # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
+    first_row = ("TOP (1) ", "")
     qualify_set_columns = True
     # No READPAST on the probe: skipping a competitor's locked earlier row would let a
     # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking

@@ -141,17 +141,23 @@ class PostgresqlInserts(InsertSql):
 
     json_placeholder = "%s::jsonb"
 
-    def build_insert_sql(self, rows: int) -> str:
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
         # commit, drops it on rollback and folds repeats within a transaction, and it
-        # costs no extra round trip.
+        # costs no extra round trip. (A scheduled row wakes them for nothing; they find
+        # it not yet due and go back to sleep.)
+        inserted = super().build_insert_sql(rows, scheduled=scheduled)
         return (
-            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
+            f"WITH inserted AS ({inserted} RETURNING 1) "
             "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
         )
 
     def insert_params(self, values: list[Any]) -> list[Any]:
         return [*values, self.name.notify_channel]
+
+    def delay_sql(self) -> str:
+        # Typed, so that a NULL delay (a row with deliver_at, or none) needs no guessing.
+        return "(statement_timestamp() + CAST(%s AS BIGINT) * INTERVAL '1 millisecond')"
 
 
 class PostgresqlPurge(PurgeSql):

@@ -48,6 +48,8 @@ def render(status: OutboxStatus) -> str:
     lines.append("")
     lines.append("  oldest pending   " + _when(status.oldest_pending_created_at,
                                               status.oldest_pending_age_seconds, "none"))
+    lines.append("  oldest claimable " + _when(status.oldest_claimable_since,
+                                              status.oldest_claimable_age_seconds, "none"))
     lines.append("  last published   " + _when(status.last_published_at,
                                               status.last_published_age_seconds, "never"))
     topics = status.by_topic or {}

@@ -1,0 +1,72 @@
+"""The oldest row a relay could claim right now, read with the claim's own predicates.
+
+``eventferry_oldest_claimable_age_seconds`` is how long that row has been waiting: since
+it was written (a fresh row), since its time came (a scheduled row, a retry) or since its
+lease ran out (its relay died). A row that waits for its time, or behind an earlier open
+row of its aggregate, cannot be claimed and is not counted, so a scheduled event, a retry
+backing off and the aggregates they hold back never raise the age; a relay that keeps up
+keeps it near zero.
+
+Each kind is one probe that stops at its first row: the claim's candidate scan with a
+limit of one (fresh rows, in the claim index's order), or a seek into the claim index
+``(status, next_retry_at, id)`` at one status, its rows already in due-time order (rows
+whose time has come). Rows scheduled ahead lie past the end of that range, so the probes
+never read them. Claimed rows are few: the ones in flight.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..contract import CLAIMED, FAILED, PENDING
+from .sql import LEASE_OFFSET, Fragment, compose
+
+if TYPE_CHECKING:
+    from .base import Dialect
+
+#: What each probe reads: the row's id and the columns its waiting time starts from.
+PROBE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "fresh": ("id", "created_at"),
+    "scheduled": ("id", "next_retry_at"),
+    "retry": ("id", "next_retry_at"),
+    "lease": ("id", "claimed_at", "next_retry_at"),
+}
+
+
+class ClaimableSql:
+    """The probes of one dialect; each a :data:`~.sql.Fragment` whose
+    :data:`~.sql.LEASE_OFFSET` slot, where it has one, takes the negative lease
+    timeout."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def probes(self) -> dict[str, Fragment]:
+        """One probe per kind of :data:`PROBE_COLUMNS`, selecting those columns."""
+        d = self.dialect
+        q = d.quote
+        status, retry_at, claimed_at = (f"c.{q(c)}" for c in
+                                        ("status", "next_retry_at", "claimed_at"))
+        due = f"{retry_at} <= {d.now_sql}"
+        in_index_order = f"{status}, {retry_at}, c.{q('id')}"
+        return {
+            "fresh": self._first("fresh", d.fresh_sql("c"), in_index_order),
+            "scheduled": self._first("scheduled", (f"{status} = {PENDING} AND {due}", []),
+                                     in_index_order),
+            "retry": self._first("retry", (f"{status} = {FAILED} AND {due}", []),
+                                 in_index_order),
+            "lease": self._first("lease", compose(
+                f"{status} = {CLAIMED} AND {claimed_at} < {{}} "
+                f"AND ({retry_at} IS NULL OR {due})", d.now_plus(LEASE_OFFSET),
+            ), claimed_at),
+        }
+
+    def _first(self, kind: str, condition: Fragment, order: str) -> Fragment:
+        d = self.dialect
+        columns = ", ".join(f"c.{d.quote(c)}" for c in PROBE_COLUMNS[kind])
+        top, limit = d.first_row
+        return compose(
+            f"SELECT {top}{columns} FROM {d.table} AS c WHERE {{}} AND {{}} "
+            f"ORDER BY {order}{limit}",
+            condition, d.head_of_aggregate_sql("c"),
+        )

@@ -1,0 +1,1 @@
+INSERT INTO `outbox` (`message_id`, `topic`, `aggregate_type`, `aggregate_id`, `partition_key`, `payload`, `headers`, `trace_id`, `next_retry_at`) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)))), (%s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))));
