@@ -20,16 +20,18 @@ from .conf import EventferrySettings, get_settings
 from .exceptions import InvalidEvent
 from .models import OutboxEvent
 from .naming import TableName
+from .payload_schema import check_payload, schema_version
 from .serialization import encode_json, encode_payload, unstorable_text
 from .signals import events_committed
 from .store import Dialect, dialect_for
-from .store.tables import INSERT_COLUMNS
+from .store.tables import INSERT_COLUMNS, VERSIONED_INSERT_COLUMNS
 from .tracing import current_traceparent
 from .transactions import require_transaction
 
 #: Column widths from the contract, counted in UTF-16 code units as NVARCHAR counts them.
 TEXT_LIMITS = {"topic": 255, "aggregate_type": 255, "aggregate_id": 255,
-               "partition_key": 255, "message_id": 64}
+               "partition_key": 255, "message_id": 64, "schema_version": 255}
+_SCHEMA_VERSION_AT = VERSIONED_INSERT_COLUMNS.index("schema_version")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class NewEvent:
     headers: Mapping[str, Any] | None = None
     partition_key: str | None = None
     message_id: str | None = None
+    schema_version: str | None = None
 
 
 def publish_event(
@@ -54,6 +57,7 @@ def publish_event(
     headers: Mapping[str, Any] | None = None,
     partition_key: str | None = None,
     message_id: str | None = None,
+    schema_version: str | None = None,
     using: str | None = None,
 ) -> str:
     """Write one event to the outbox in the current transaction; return its message id.
@@ -61,10 +65,11 @@ def publish_event(
     Must be called inside ``transaction.atomic(using=...)`` on the outbox's database
     (``EVENTFERRY["DATABASE"]`` unless ``using`` names another alias); otherwise raises
     :class:`NotInTransaction` and writes nothing. Invalid input raises
-    :class:`InvalidEvent` naming the field.
+    :class:`InvalidEvent` naming the field. ``schema_version`` (default: the topic's in
+    ``EVENTFERRY["TOPICS"]``) is stored with the row and sent with the message.
     """
     event = NewEvent(topic, payload, aggregate_type, aggregate_id, headers,
-                     partition_key, message_id)
+                     partition_key, message_id, schema_version)
     return publish_events([event], using=using)[0]
 
 
@@ -112,13 +117,17 @@ def publish_events(
 
 def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]]
             ) -> None:
-    per_statement = max(1, connection.ops.bulk_batch_size(list(INSERT_COLUMNS), rows))
+    # Rows without a schema version keep the INSERT released before migration 0008.
+    versioned = any(row[_SCHEMA_VERSION_AT] is not None for row in rows)
+    columns = VERSIONED_INSERT_COLUMNS if versioned else INSERT_COLUMNS
+    per_statement = max(1, connection.ops.bulk_batch_size(list(columns), rows))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
             chunk = rows[start:start + per_statement]
             cursor.execute(
-                dialect.insert_sql(len(chunk)),
-                dialect.insert_params([value for row in chunk for value in row]),
+                dialect.insert_sql(len(chunk), versioned=versioned),
+                dialect.insert_params([value for row in chunk
+                                       for value in row[:len(columns)]]),
             )
 
 
@@ -186,7 +195,7 @@ def _as_new_event(event: NewEvent | Mapping[str, Any], prefix: str) -> NewEvent:
 
 
 def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[Any, ...]:
-    """The INSERT values for one event, in :data:`INSERT_COLUMNS` order."""
+    """The INSERT values for one event, in :data:`VERSIONED_INSERT_COLUMNS` order."""
     aggregate_id = event.aggregate_id
     if isinstance(aggregate_id, int | uuid.UUID) and not isinstance(aggregate_id, bool):
         aggregate_id = str(aggregate_id)
@@ -205,9 +214,13 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
     else:
         raise InvalidEvent(f"{prefix}headers: must be a dict with string keys or None.")
     message_id = str(uuid.uuid4()) if event.message_id is None else event.message_id
+    topic_name = _text(event.topic, f"{prefix}topic")
+    topic = settings.topics.get(topic_name)
+    check_payload(payload, topic_name, topic, f"{prefix}payload")
+    version = schema_version(event.schema_version, topic)
     return (
         _text(message_id, f"{prefix}message_id"),
-        _text(event.topic, f"{prefix}topic"),
+        topic_name,
         _text(event.aggregate_type, f"{prefix}aggregate_type"),
         _text(aggregate_id, f"{prefix}aggregate_id"),
         None if event.partition_key is None
@@ -215,6 +228,7 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
         payload,
         headers,
         current_traceparent(),
+        None if version is None else _text(version, f"{prefix}schema_version"),
     )
 
 

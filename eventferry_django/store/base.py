@@ -27,6 +27,7 @@ from .tables import (
     INSERT_COLUMNS,
     JSON_COLUMNS,
     OPEN_STATUSES_SQL,
+    VERSIONED_INSERT_COLUMNS,
     Table,
 )
 
@@ -117,17 +118,20 @@ class Dialect:
             self._statements[key] = build()
         return self._statements[key]  # type: ignore[no-any-return]
 
-    def insert_sql(self, rows: int) -> str:
-        """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
-        bind it with :meth:`insert_params`."""
-        return self.statement(("insert", rows), lambda: self.build_insert_sql(rows))
+    def insert_sql(self, rows: int, *, versioned: bool = False) -> str:
+        """A multi-row INSERT of :data:`INSERT_COLUMNS` (``versioned``: of
+        :data:`VERSIONED_INSERT_COLUMNS`) with Django ``%s`` placeholders; bind it with
+        :meth:`insert_params`."""
+        return self.statement(("insert", rows, versioned),
+                              lambda: self.build_insert_sql(rows, versioned=versioned))
 
-    def build_insert_sql(self, rows: int) -> str:
+    def build_insert_sql(self, rows: int, *, versioned: bool = False) -> str:
+        columns = VERSIONED_INSERT_COLUMNS if versioned else INSERT_COLUMNS
         row = "(" + ", ".join(
-            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
+            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in columns
         ) + ")"
         return (
-            f"INSERT INTO {self.table} ({self.columns(INSERT_COLUMNS)}) VALUES "
+            f"INSERT INTO {self.table} ({self.columns(columns)}) VALUES "
             + ", ".join([row] * rows)
         )
 

@@ -82,6 +82,8 @@ _CLAIMED_TYPES = {
     "trace_id": "NVARCHAR(255) NULL",
     "attempts": "INT NOT NULL",
     "claimed_at": "DATETIME2(3) NOT NULL",
+    "created_at": "DATETIME2(3) NOT NULL",
+    "schema_version": "NVARCHAR(255) NULL",
 }
 
 
@@ -227,6 +229,22 @@ class MicrosoftSchema(SchemaSql):
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
+
+    def column_guard(self, column: Column, table: Table, *, exists: bool) -> str:
+        return (
+            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.columns "
+            f"WHERE name = {_unicode_literal(column.name)} AND object_id = {self.object_id(table)})"
+        )
+
+    def add_column_statements(self, column: Column, table: Table) -> list[str]:
+        return [self.batch([(self.column_guard(column, table, exists=False),
+                             f"ALTER TABLE {self.qualified(table)} "
+                             f"ADD {self.column_definition(table, column)}")])]
+
+    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
+        return [self.batch([(self.column_guard(column, table, exists=True),
+                             f"ALTER TABLE {self.qualified(table)} "
+                             f"DROP COLUMN {self.quote(column.name)}")])]
 
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.

@@ -204,12 +204,12 @@ class PostgresqlDialect(Dialect):
         # deadlock_detected, serialization_failure, lock_not_available
         return getattr(exc.__cause__, "sqlstate", None) in {"40P01", "40001", "55P03"}
 
-    def build_insert_sql(self, rows: int) -> str:
+    def build_insert_sql(self, rows: int, *, versioned: bool = False) -> str:
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
         # commit, drops it on rollback and folds repeats within a transaction, and it
         # costs no extra round trip.
         return (
-            f"WITH inserted AS ({super().build_insert_sql(rows)} RETURNING 1) "
+            f"WITH inserted AS ({super().build_insert_sql(rows, versioned=versioned)} RETURNING 1) "
             "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
         )
 
