@@ -216,8 +216,8 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
     message_id = str(uuid.uuid4()) if event.message_id is None else event.message_id
     topic_name = _text(event.topic, f"{prefix}topic")
     topic = settings.topics.get(topic_name)
-    check_payload(payload, topic_name, topic, f"{prefix}payload")
     version = schema_version(event.schema_version, topic)
+    check_payload(payload, topic_name, topic, version, f"{prefix}payload")
     return (
         _text(message_id, f"{prefix}message_id"),
         topic_name,

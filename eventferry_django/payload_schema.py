@@ -17,11 +17,15 @@ def schema_version(given: str | None, topic: TopicConfig | None) -> str | None:
 
 
 def check_payload(payload_json: str, topic_name: str, topic: TopicConfig | None,
-                  field: str) -> None:
+                  version: str | None, field: str) -> None:
     """Refuse a payload its topic's JSON Schema rejects, naming the JSON path of the most
-    relevant error. The encoded text is what is checked, so a Decimal or a datetime is
+    relevant error. The schema describes the topic's ``SCHEMA_VERSION``: an event that
+    names another version (an old payload replayed, a producer not yet upgraded) is not
+    held to it. The encoded text is what is checked, so a Decimal or a datetime is
     judged as the consumer will read it (a number, a string)."""
     if topic is None or topic.json_schema is None:
+        return
+    if topic.schema_version is not None and version != topic.schema_version:
         return
     from jsonschema.exceptions import best_match
     from jsonschema.validators import validator_for

@@ -126,7 +126,10 @@ def cloudevent_id(body: Any, content_type: str | None, headers: Mapping[str, Any
         if value is not None:
             return value if isinstance(value, str) else str(value)
     if content_type is not None and content_type.startswith(CLOUDEVENTS_JSON):
-        document = json.loads(body) if isinstance(body, str | bytes) else body
+        try:
+            document = json.loads(body) if isinstance(body, str | bytes) else body
+        except ValueError:
+            return None
         identifier = document.get("id") if isinstance(document, Mapping) else None
         if isinstance(identifier, str):
             return identifier
