@@ -19,10 +19,12 @@ import pytest
 from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.bindings.amqp import AMQPMessage, from_amqp
 from cloudevents.core.formats.json import JSONFormat
+from django.db import transaction
 from django.test import override_settings
 
+from eventferry_django import publish_event
 from eventferry_django.inbox.kombu import Delivery, InboxCallback
-from eventferry_django.models import InboxMessage
+from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.publishers.base import OutboundMessage, PublishResult
 from eventferry_django.publishers.celery import CeleryPublisher
 from eventferry_django.publishers.kombu import KombuPublisher
@@ -31,6 +33,7 @@ from eventferry_django.publishers.message_format import (
     MessageFormat,
     cloudevent_id,
 )
+from eventferry_django.store.outbox import OutboxStore
 
 from . import test_publishers
 from .amqp import require_broker
@@ -229,3 +232,31 @@ def test_the_inbox_dedupes_a_cloudevent_on_its_id(mode: str, name: str, queues: 
     assert outcomes == [Delivery.HANDLED, Delivery.DUPLICATE]
     assert list(InboxMessage.objects.values_list("message_id", flat=True)) == ["ce-77"]
     assert len(handled) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_published_event_claimed_and_sent_reads_back_with_its_row_facts(
+    name: str, queues: Any,
+) -> None:
+    """From publish_event to the SDK: the claim brings the row's creation time and schema
+    version, whatever the database's driver makes of them."""
+    queue = queues(AMQP_URL, name, routing_key="order.*")
+    with transaction.atomic():
+        message_id = publish_event("order.created", {"reference": "A-1"},
+                                   aggregate_type="order", aggregate_id="A-1",
+                                   schema_version="3")
+    row = OutboxEvent.objects.get()
+    [claimed] = OutboxStore().claim(1, lease_timeout=60)
+    with cloudevents("cloudevents-binary"):
+        publisher = KombuPublisher(url=AMQP_URL, exchange=name)
+    try:
+        assert publisher.publish([claimed.message]) == [PublishResult.ok()]
+    finally:
+        publisher.close()
+
+    event = read_with_sdk(queue.get())
+    assert (event.get_id(), event.get_subject(), event.get_extension("schemaversion")) == (
+        message_id, "A-1", "3")
+    assert event.get_time() == row.created_at.replace(
+        microsecond=row.created_at.microsecond // 1000 * 1000)
+    assert event.get_data() == {"reference": "A-1"}
