@@ -31,13 +31,13 @@ requeued when ``requeue_on_error`` is set).
 from __future__ import annotations
 
 import enum
+import importlib
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.db import close_old_connections
-from kombu.serialization import register
 
 from ..conf import get_settings
 from ..exceptions import InvalidMessage
@@ -111,5 +111,6 @@ class InboxCallback:
 def _decode_structured_cloudevents() -> None:
     """Let kombu decode ``application/cloudevents+json`` bodies as JSON (a consumer still
     decides whether to accept them); registering again replaces the same entry."""
-    register("cloudevents-json", json.dumps, json.loads, content_type=CLOUDEVENTS_JSON,
-             content_encoding="utf-8")
+    serialization: Any = importlib.import_module("kombu.serialization")  # untyped
+    serialization.register("cloudevents-json", json.dumps, json.loads,
+                           content_type=CLOUDEVENTS_JSON, content_encoding="utf-8")
