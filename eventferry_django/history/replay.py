@@ -176,7 +176,8 @@ def replay(request: ReplayRequest, progress: Progress | None = None) -> ReplayRe
             return result
         archived_before = _replayed_before(spark, files, request, replay_id)
         rows = selection.select("message_id", "topic", "aggregate_type", "aggregate_id",
-                                "partition_key", "payload", "headers", "id").orderBy(F.col("id"))
+                                "partition_key", "payload", "headers", "schema_version",
+                                "id").orderBy(F.col("id"))
         for chunk in _chunks(rows.toLocalIterator(), CHUNK):
             events = [_event(row, replay_id) for row in chunk
                       if row["message_id"] not in archived_before]
