@@ -30,9 +30,9 @@ def mask_url(url: str) -> str:
     return _URL_PASSWORD.sub(r"\1:****@", url)
 
 
-#: Headers every message carries, filled from the outbox row (``traceparent`` only when the
-#: row has a trace id). They override an event's own header of the same name, so consumers
-#: can trust them.
+#: Headers every message of the plain format carries, filled from the outbox row
+#: (``traceparent`` and ``schema_version`` only when the row has them). They override an
+#: event's own header of the same name, so consumers can trust them.
 RESERVED_HEADERS = ("aggregate_type", "aggregate_id", "partition_key", "traceparent", "attempt",
                     "schema_version")
 
