@@ -168,7 +168,8 @@ class _EventAdminBase(_ModelAdmin):
             "attempts", "created_at", "claimed_at", "next_retry_at", "processed_at",
             "last_error",
         )}),
-        (gettext_lazy("Message"), {"fields": ("payload_json", "headers_json")}),
+        (gettext_lazy("Message"), {"fields": ("schema_version", "payload_json",
+                                              "headers_json")}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:

@@ -19,6 +19,7 @@ from django.dispatch import receiver
 
 from .contract import MAX_BATCH
 from .exceptions import ConfigurationError
+from .message_settings import MESSAGE_FORMATS, TopicConfig, parse_message_format, parse_topics
 from .naming import IDENTIFIER_PATTERN, QUOTES, TableName
 
 SETTING_NAME = "EVENTFERRY"
@@ -146,6 +147,28 @@ SETTINGS: tuple[Setting, ...] = (
          "eventferry.E041", "eventferry.E042", "eventferry.E043", "eventferry.E044"),
     ),
     Setting(
+        "MESSAGE_FORMAT", " or ".join(f'"{f}"' for f in MESSAGE_FORMATS), "plain",
+        "What the relay sends: `\"plain\"`, the payload with eventferry's headers; or a "
+        "CloudEvents 1.0 event in binary mode (attributes as headers, the payload as the "
+        "body) or structured mode (one `application/cloudevents+json` document); see "
+        "[CloudEvents](publishing.md#cloudevents).",
+        "eventferry.E017",
+    ),
+    Setting(
+        "CLOUDEVENTS_SOURCE", "str (URI reference) or None", None,
+        "CloudEvents' `source` attribute, naming this service; required by the CloudEvents "
+        "formats.",
+        "eventferry.E018",
+    ),
+    Setting(
+        "TOPICS", "dict: topic -> {SCHEMA_VERSION (str), JSON_SCHEMA (dict)}", {},
+        "Per topic, the payload's schema version events carry unless `publish_event("
+        "schema_version=...)` gives one, and a JSON Schema every payload must match at "
+        "publish time (needs the `jsonschema` extra); see "
+        "[Payload versions](publishing.md#payload-versions).",
+        "eventferry.E019",
+    ),
+    Setting(
         "SPARK", "dict: MASTER (str), JARS (list of str or None), CONF (dict), "
         "SQLSERVER_DRIVER (\"mssql-jdbc\" or \"jtds\")",
         {"MASTER": "local[*]", "JARS": None, "CONF": {}, "SQLSERVER_DRIVER": "mssql-jdbc"},
@@ -212,6 +235,9 @@ class EventferrySettings:
     backoff: Backoff = field(default_factory=Backoff)
     max_payload_bytes: int = DEFAULTS["MAX_PAYLOAD_BYTES"]
     publisher: PublisherConfig = field(default_factory=PublisherConfig)
+    message_format: str = DEFAULTS["MESSAGE_FORMAT"]
+    cloudevents_source: str | None = DEFAULTS["CLOUDEVENTS_SOURCE"]
+    topics: Mapping[str, TopicConfig] = field(default_factory=dict)
     spark: SparkConfig = field(default_factory=SparkConfig)
 
     @property
@@ -320,6 +346,8 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
             "as a 32-bit millisecond count, so 24 hours is the ceiling.",
         )
         claim_timeout = DEFAULTS["CLAIM_TIMEOUT"]
+    message_format, source = parse_message_format(
+        reader.get("MESSAGE_FORMAT"), reader.get("CLOUDEVENTS_SOURCE"), reader.fail)
 
     settings = EventferrySettings(
         table=reader.identifier("TABLE") or DEFAULTS["TABLE"],
@@ -335,6 +363,9 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         backoff=_parse_backoff(reader),
         max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),
         publisher=_parse_publisher(reader),
+        message_format=message_format,
+        cloudevents_source=source,
+        topics=parse_topics(reader.get("TOPICS"), reader.fail),
         spark=_parse_spark(reader),
     )
     return settings, reader.problems

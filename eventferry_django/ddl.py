@@ -73,3 +73,11 @@ def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[
     MariaDB/MySQL, which have no filtered indexes."""
     dialect, _ = table_ddl(vendor)
     return dialect.schema.closed_rows_index_statements(forwards=forwards)
+
+
+def schema_version_statements(vendor: str, *, forwards: bool = True) -> list[str]:
+    """What migration 0008 runs on ``vendor``: the outbox's nullable ``schema_version``
+    column added, guarded (dropped backwards). SQLite's cannot be guarded in SQL: the
+    migration looks at the table first (``dialect.schema.guards_columns``)."""
+    dialect, _ = table_ddl(vendor)
+    return dialect.schema.schema_version_statements(forwards=forwards)

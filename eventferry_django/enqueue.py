@@ -21,18 +21,20 @@ from .conf import EventferrySettings, get_settings
 from .exceptions import InvalidEvent
 from .models import OutboxEvent
 from .naming import TableName
+from .payload_schema import check_payload, schema_version
 from .scheduling import Delivery, delivery
 from .serialization import encode_json, encode_payload, unstorable_text
 from .signals import events_committed
 from .store import Dialect, dialect_for
 from .store.bound import utc_param
-from .store.tables import INSERT_COLUMNS
+from .store.tables import INSERT_COLUMNS, VERSIONED_INSERT_COLUMNS
 from .tracing import current_traceparent
 from .transactions import require_transaction
 
 #: Column widths from the contract, counted in UTF-16 code units as NVARCHAR counts them.
 TEXT_LIMITS = {"topic": 255, "aggregate_type": 255, "aggregate_id": 255,
-               "partition_key": 255, "message_id": 64}
+               "partition_key": 255, "message_id": 64, "schema_version": 255}
+_SCHEMA_VERSION_AT = VERSIONED_INSERT_COLUMNS.index("schema_version")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class NewEvent:
     message_id: str | None = None
     deliver_at: dt.datetime | None = None
     delay: dt.timedelta | None = None
+    schema_version: str | None = None
 
 
 def publish_event(
@@ -61,6 +64,7 @@ def publish_event(
     message_id: str | None = None,
     deliver_at: dt.datetime | None = None,
     delay: dt.timedelta | None = None,
+    schema_version: str | None = None,
     using: str | None = None,
 ) -> str:
     """Write one event to the outbox in the current transaction; return its message id.
@@ -68,7 +72,8 @@ def publish_event(
     Must be called inside ``transaction.atomic(using=...)`` on the outbox's database
     (``EVENTFERRY["DATABASE"]`` unless ``using`` names another alias); otherwise raises
     :class:`NotInTransaction` and writes nothing. Invalid input raises
-    :class:`InvalidEvent` naming the field.
+    :class:`InvalidEvent` naming the field. ``schema_version`` (default: the topic's in
+    ``EVENTFERRY["TOPICS"]``) is stored with the row and sent with the message.
 
     ``deliver_at`` (a timezone-aware datetime) or ``delay`` (a timedelta) schedules the
     event: no relay takes it before that time, by the database's clock; a time already
@@ -76,7 +81,7 @@ def publish_event(
     later events wait for it (see the publishing guide).
     """
     event = NewEvent(topic, payload, aggregate_type, aggregate_id, headers,
-                     partition_key, message_id, deliver_at, delay)
+                     partition_key, message_id, deliver_at, delay, schema_version)
     return publish_events([event], using=using)[0]
 
 
@@ -109,16 +114,14 @@ def publish_events(
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
     if dialect.features.json_documents_only:
         _refuse_scalar_payloads(rows, prefixes)
-    scheduled = any(deliveries)
-    if scheduled:
-        rows = [(*row, *_delivery_params(connection, dialect, when))
-                for row, when in zip(rows, deliveries, strict=True)]
+    delivery_values = ([_delivery_params(connection, dialect, when) for when in deliveries]
+                       if any(deliveries) else None)
     chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
               if event.message_id is not None}
     if chosen:
-        _insert_chosen_ids(connection, dialect, rows, chosen, scheduled)
+        _insert_chosen_ids(connection, dialect, rows, chosen, delivery_values)
     else:
-        _insert(connection, dialect, rows, scheduled)
+        _insert(connection, dialect, rows, delivery_values)
 
     transaction.on_commit(
         partial(events_committed.send, sender=OutboxEvent, message_ids=message_ids,
@@ -135,22 +138,28 @@ def _delivery_params(connection: BaseDatabaseWrapper, dialect: Dialect,
 
 
 def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]],
-            scheduled: bool = False) -> None:
+            deliveries: list[list[Any]] | None) -> None:
+    """INSERT ``rows``; ``deliveries`` (one list of bound values a row) schedules them."""
+    # Rows without a schema version keep the INSERT released before migration 0008.
+    versioned = any(row[_SCHEMA_VERSION_AT] is not None for row in rows)
+    width = len(VERSIONED_INSERT_COLUMNS if versioned else INSERT_COLUMNS)
+    values = [[*row[:width], *(deliveries[i] if deliveries else ())]
+              for i, row in enumerate(rows)]
     # One name per bound value of a row: that is what the vendor's parameter limit counts.
-    per_row = ["value"] * len(rows[0])
-    per_statement = max(1, connection.ops.bulk_batch_size(per_row, rows))
+    per_statement = max(1, connection.ops.bulk_batch_size(["value"] * len(values[0]), values))
     with connection.cursor() as cursor:
-        for start in range(0, len(rows), per_statement):
-            chunk = rows[start:start + per_statement]
+        for start in range(0, len(values), per_statement):
+            chunk = values[start:start + per_statement]
             cursor.execute(
-                dialect.inserts.insert_sql(len(chunk), scheduled=scheduled),
+                dialect.inserts.insert_sql(len(chunk), scheduled=deliveries is not None,
+                                           versioned=versioned),
                 dialect.inserts.insert_params([value for row in chunk for value in row]),
             )
 
 
 def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
                        rows: list[tuple[Any, ...]], chosen: dict[str, str],
-                       scheduled: bool) -> None:
+                       deliveries: list[list[Any]] | None) -> None:
     """Insert events some of whose message ids the caller chose, so may be taken.
 
     The INSERT runs in a savepoint: a duplicate undoes only the INSERT, and the caller's
@@ -161,7 +170,7 @@ def _insert_chosen_ids(connection: BaseDatabaseWrapper, dialect: Dialect,
     """
     try:
         with transaction.atomic(using=connection.alias):
-            _insert(connection, dialect, rows, scheduled)
+            _insert(connection, dialect, rows, deliveries)
     except Error as exc:
         ids = list(chosen)
         per_query = max(1, connection.ops.bulk_batch_size(["message_id"], ids))
@@ -213,7 +222,7 @@ def _as_new_event(event: NewEvent | Mapping[str, Any], prefix: str) -> NewEvent:
 
 
 def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[Any, ...]:
-    """The INSERT values for one event, in :data:`INSERT_COLUMNS` order."""
+    """The INSERT values for one event, in :data:`VERSIONED_INSERT_COLUMNS` order."""
     aggregate_id = event.aggregate_id
     if isinstance(aggregate_id, int | uuid.UUID) and not isinstance(aggregate_id, bool):
         aggregate_id = str(aggregate_id)
@@ -232,9 +241,13 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
     else:
         raise InvalidEvent(f"{prefix}headers: must be a dict with string keys or None.")
     message_id = str(uuid.uuid4()) if event.message_id is None else event.message_id
+    topic_name = _text(event.topic, f"{prefix}topic")
+    topic = settings.topics.get(topic_name)
+    version = schema_version(event.schema_version, topic)
+    check_payload(payload, topic_name, topic, version, f"{prefix}payload")
     return (
         _text(message_id, f"{prefix}message_id"),
-        _text(event.topic, f"{prefix}topic"),
+        topic_name,
         _text(event.aggregate_type, f"{prefix}aggregate_type"),
         _text(aggregate_id, f"{prefix}aggregate_id"),
         None if event.partition_key is None
@@ -242,6 +255,7 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
         payload,
         headers,
         current_traceparent(),
+        None if version is None else _text(version, f"{prefix}schema_version"),
     )
 
 

@@ -20,7 +20,10 @@ from .ddl import (
     create_statements,
     drop_statements,
     open_rows_index_statements,
+    schema_version_statements,
+    table_ddl,
 )
+from .store.tables import SCHEMA_VERSION
 
 
 class VendorDdl(Operation):
@@ -35,6 +38,11 @@ class VendorDdl(Operation):
         """The DDL to run on ``vendor``, forwards or backwards."""
         raise NotImplementedError
 
+    def needed(self, schema_editor: BaseDatabaseSchemaEditor, *, forwards: bool) -> bool:
+        """Whether to run the statements at all; always, since they guard themselves,
+        except where the vendor's SQL cannot (see :class:`AddSchemaVersionColumn`)."""
+        return True
+
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """No state: a ``CreateModel`` beside the table's creation carries it, and Django
         does not track these indexes."""
@@ -45,6 +53,8 @@ class VendorDdl(Operation):
     ) -> None:
         model = state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        if not self.needed(schema_editor, forwards=forwards):
             return
         for statement in self.statements(schema_editor.connection.vendor, forwards=forwards):
             # params=None: the SQL is sent verbatim, never %-formatted.
@@ -154,3 +164,32 @@ class ReplaceRetentionIndex(VendorDdl):
     @property
     def migration_name_fragment(self) -> str:
         return "closed_rows_index"
+
+
+class AddSchemaVersionColumn(VendorDdl):
+    """Adds the outbox's nullable ``schema_version`` column (and drops it when reversed);
+    guarded in the SQL of every vendor but SQLite, whose ALTER TABLE has no IF [NOT]
+    EXISTS for columns: there the table's columns are read first. The model's field is
+    added beside it by the migration's state operation."""
+
+    model_name = "outboxevent"
+
+    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
+        return schema_version_statements(vendor, forwards=forwards)
+
+    def needed(self, schema_editor: BaseDatabaseSchemaEditor, *, forwards: bool) -> bool:
+        connection = schema_editor.connection
+        dialect, table = table_ddl(connection.vendor)
+        if dialect.schema.guards_columns or schema_editor.collect_sql:  # sqlmigrate prints
+            return True
+        with connection.cursor() as cursor:
+            cursor.execute(dialect.schema.column_count_sql(SCHEMA_VERSION, table))
+            (present,) = cursor.fetchone()
+        return bool(present) is not forwards
+
+    def describe(self) -> str:
+        return "Add the outbox's schema_version column with vendor DDL"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "schema_version"

@@ -98,6 +98,9 @@ class OutboxEvent(models.Model):
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     processed_at = models.DateTimeField(_("processed at"), null=True, blank=True)
     last_error = models.CharField(_("last error"), max_length=4000, null=True, blank=True)
+    # The version of the payload's schema the event was written with (migration 0008).
+    schema_version = models.CharField(_("schema version"), max_length=255, null=True,
+                                      blank=True)
 
     objects = OutboxEventQuerySet.as_manager()
 

@@ -47,6 +47,7 @@ EXTRAS: dict[str, list[str]] = {
     "mssql": ["check"],
     "prometheus": ["check"],
     "opentelemetry": ["check"],
+    "jsonschema": ["check"],
 }
 
 

@@ -122,6 +122,17 @@ def test_payload_and_headers_are_pretty_printed_and_escaped() -> None:
     assert "<script>alert(1)" not in html
 
 
+def test_the_schema_version_is_shown_with_the_message() -> None:
+    event = make_event(Status.PENDING)
+    OutboxEvent.objects.filter(pk=event.pk).update(schema_version="2026-11")
+    client = client_for(staff_user("viewer", "view_outboxevent"))
+
+    html = client.get(change_url("outboxevent", event.pk)).content.decode()
+
+    field = html.split("field-schema_version", 1)[1].split("field-payload_json", 1)[0]
+    assert "Schema version" in field and "2026-11" in field
+
+
 def test_text_that_is_not_json_is_shown_escaped_as_is() -> None:
     shown = outbox_admin.pretty_json("<not json>")
     assert shown == '<pre class="eventferry-json">&lt;not json&gt;</pre>'

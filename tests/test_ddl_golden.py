@@ -587,3 +587,46 @@ def test_dml_matches_golden(vendor: str) -> None:
         for sql, params in statements
     )
     assert_golden(f"{vendor}_dml.sql", text)
+
+
+# -- the schema_version column (migration 0008) ------------------------------------------
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_schema_version_migration_matches_golden(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    assert_golden(f"{vendor}_schema_version.sql",
+                  render(dialect.schema.schema_version_statements()))
+    assert_golden(f"{vendor}_schema_version_reverse.sql",
+                  render(dialect.schema.schema_version_statements(forwards=False)))
+
+
+@pytest.mark.parametrize("forwards", [True, False])
+def test_tsql_schema_version_migration_parses(forwards: bool) -> None:
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    [batch] = dialect.schema.schema_version_statements(forwards=forwards)
+    block = _parse_one(batch)
+    assert isinstance(block, exp.IfBlock)
+    alter = block.find(exp.Alter)
+    assert alter is not None
+    target = alter.find(exp.Table)
+    assert target is not None and (target.db, target.name) == ("messaging", "outbox")
+    guard = batch.split("\nBEGIN", 1)[0]
+    assert "FROM sys.columns WHERE name = N'schema_version'" in guard
+    assert guard.startswith("IF NOT EXISTS" if forwards else "IF EXISTS")
+    if forwards:
+        column = block.find(exp.ColumnDef)
+        assert column is not None and column.name == "schema_version"
+        assert "ADD [schema_version] NVARCHAR(255) NULL" in batch
+    else:
+        assert "DROP COLUMN [schema_version]" in batch
+
+
+def test_versioned_insert_adds_only_the_schema_version() -> None:
+    """Rows without a version keep the INSERT released before 0008, byte for byte."""
+    dialect = MicrosoftDialect(TableName("outbox"))
+    plain, versioned = dialect.inserts.insert_sql(2), dialect.inserts.insert_sql(2, versioned=True)
+    insert = _parse_one(versioned.replace("%s", "?"))
+    assert isinstance(insert, exp.Insert)
+    assert [c.name for c in insert.this.expressions] == [*INSERT_COLUMNS, "schema_version"]
+    assert versioned.count("%s") == plain.count("%s") + 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -250,3 +251,28 @@ def test_the_purge_reads_id_ranges_and_deletes_in_batches_of_its_own_size(
                 for size in [7] * (rows // 7) + ([rows % 7] if rows % 7 else [])]
     assert sorted(statements) == sorted(expected) and len(statements) >= 8
     assert not OutboxEvent.objects.exists()
+
+
+def test_schema_versions_are_archived_and_older_archives_read_without_them(
+        spark: Any, tmp_path: Path) -> None:
+    seed(old_done=40, old_dead=4, recent=4, open_each=1)
+    OutboxEvent.objects.filter(status=Status.DONE).update(schema_version="2")
+    root = tmp_path / "archive"
+    result = run_archive(root)
+    files = ArchiveFiles(spark, str(root))
+    rows = read_committed(spark, files).select("id", "status", "schema_version").collect()
+    assert len(rows) == result.archived
+    assert {(r.status, r.schema_version) for r in rows} == {(2, "2"), (4, None)}
+
+    # An archive written before migration 0008: the same run's files without the column.
+    [run_dir] = root.glob("archive_run_id=*")
+    legacy = tmp_path / "legacy"
+    (spark.read.parquet(str(run_dir)).drop("schema_version")
+     .write.partitionBy("topic", "day").parquet(str(legacy)))
+    shutil.rmtree(run_dir)
+    shutil.move(str(legacy), str(run_dir))
+    assert "schema_version" not in spark.read.parquet(str(run_dir)).columns
+
+    old = read_committed(spark, files).select("id", "schema_version").collect()
+    assert sorted(r.id for r in old) == sorted(r.id for r in rows)
+    assert {r.schema_version for r in old} == {None}

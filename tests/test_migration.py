@@ -4,6 +4,7 @@ matching the contract when read back from the database's own catalog."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -17,12 +18,13 @@ from eventferry_django.ddl import (
     autovacuum_statements,
     closed_rows_index_statements,
     create_statements,
+    schema_version_statements,
 )
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.postgresql import PostgresqlSchema
-from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, Column, Table
+from eventferry_django.store.tables import INBOX_COLUMNS, MIGRATED_COLUMNS, Column, Table
 
 from . import introspection
 from .engine_gaps import babelfish_gap
@@ -56,7 +58,7 @@ def run_ddl(statements: list[str]) -> None:
 def assert_matches_contract(name: TableName) -> None:
     info = introspection.describe(connection, name)
     assert [(c, nullable) for c, _, nullable in info.columns] == [
-        (c.name, c.nullable) for c in COLUMNS
+        (c.name, c.nullable) for c in MIGRATED_COLUMNS
     ]
     for column, kind in EXPECTED_TYPES[connection.vendor].items():
         assert info.types[column] == kind, column
@@ -82,7 +84,7 @@ def assert_matches_contract(name: TableName) -> None:
     assert expected_constraints <= info.constraints
 
 
-@pytest.mark.parametrize(("model", "columns"), [(OutboxEvent, COLUMNS),
+@pytest.mark.parametrize(("model", "columns"), [(OutboxEvent, MIGRATED_COLUMNS),
                                                 (InboxMessage, INBOX_COLUMNS)])
 def test_model_fields_are_the_contracts_columns(
     model: type[models.Model], columns: tuple[Column, ...]
@@ -130,6 +132,8 @@ def test_rerun_repairs_a_partial_deployment() -> None:
     # Every migration's DDL, in order, as a DBA re-running what outbox_sql prints would.
     run_ddl(create_statements(connection.vendor))
     run_ddl(closed_rows_index_statements(connection.vendor))
+    if dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
+        run_ddl(schema_version_statements(connection.vendor))
 
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
@@ -191,9 +195,12 @@ def custom_location() -> Iterator[TableName]:
 def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: TableName) -> None:
     setting = {"TABLE": custom_location.table, "SCHEMA": custom_location.schema}
     with override_settings(EVENTFERRY=setting):
-        for _ in range(2):
+        guarded = dialect_for(connection.vendor, custom_location).schema.guards_columns
+        for attempt in range(2):
             run_ddl(create_statements(connection.vendor))
             run_ddl(closed_rows_index_statements(connection.vendor))
+            if attempt == 0 or guarded:
+                run_ddl(schema_version_statements(connection.vendor))
         assert_matches_contract(custom_location)
         with transaction.atomic():
             message_id = publish_event("t", {"where": "custom"}, aggregate_type="a",
@@ -287,7 +294,9 @@ def test_inbox_migration_reverses_alone_and_reapplies() -> None:
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
     call_command("migrate", "eventferry_django", "0002", verbosity=0)
     assert not introspection.exists(connection, INBOX)
-    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+    # Before 0008 the table has no schema_version column: read what was there.
+    assert json.loads(OutboxEvent.objects.values_list("payload", flat=True).get()) == {
+        "kept": True}
     call_command("migrate", "eventferry_django", verbosity=0)
     assert_inbox_matches_its_description()
 
@@ -411,3 +420,53 @@ def test_sqlmigrate_0007_prints_the_same_ddl_as_outbox_sql() -> None:
     call_command("outbox_sql", "--closed-rows-index", stdout=printed, stderr=io.StringIO())
     for statement in printed.getvalue().strip().split(";\n"):
         assert statement.strip().rstrip(";") in out.getvalue()
+
+
+# -- the schema_version column (migration 0008) -----------------------------------------------
+
+def column_names() -> list[str]:
+    return [name for name, _, _ in introspection.describe(connection, DEFAULT).columns]
+
+
+# Runs on the T-SQL endpoint too: its guards read sys.columns, whose names are right there.
+@pytest.mark.django_db(transaction=True)
+def test_0008_adds_the_schema_version_column_and_drops_it() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1",
+                      schema_version="2")
+    assert column_names()[-1] == "schema_version"
+
+    # Unapplied: the column is gone, the row kept.
+    call_command("migrate", "eventferry_django", "0007_closed_rows_index", verbosity=0)
+    assert "schema_version" not in column_names()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {DEFAULT.quoted(connection.vendor)}")
+        assert cursor.fetchone()[0] == 1
+
+    # Forwards again, then once more (guarded in SQL; on SQLite the step looks first).
+    call_command("migrate", "eventferry_django", verbosity=0)
+    if dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
+        run_ddl(schema_version_statements(connection.vendor))
+    call_command("migrate", "eventferry_django", "0007_closed_rows_index", fake=True,
+                 verbosity=0)
+    call_command("migrate", "eventferry_django", verbosity=0)
+    assert column_names().count("schema_version") == 1
+    event = OutboxEvent.objects.get()
+    assert (event.payload_data, event.schema_version) == ({"kept": True}, None)
+    columns = introspection.describe(connection, DEFAULT).columns
+    assert [(c, nullable) for c, _, nullable in columns] == [
+        (c.name, c.nullable) for c in MIGRATED_COLUMNS]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_0008_prints_the_same_ddl_as_outbox_sql() -> None:
+    for args, migration_args in (([], []), (["--reverse"], ["--backwards"])):
+        out = io.StringIO()
+        call_command("sqlmigrate", "eventferry_django", "0008", *migration_args, stdout=out)
+        printed = io.StringIO()
+        call_command("outbox_sql", "--schema-version", *args, stdout=printed,
+                     stderr=io.StringIO())
+        statements = printed.getvalue().strip().split(";\n")
+        assert statements and "schema_version" in printed.getvalue()
+        for statement in statements:
+            assert statement.strip().rstrip(";") in out.getvalue()

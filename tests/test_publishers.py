@@ -113,10 +113,11 @@ class BoundQueue:
         )(channel)
         self.queue.declare()
 
-    def get(self, timeout: float = 5) -> Any:
+    def get(self, timeout: float = 5, *, no_ack: bool = True) -> Any:
+        """The next message; with ``no_ack`` False, left for the caller to ack."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            received = self.queue.get(no_ack=True)
+            received = self.queue.get(no_ack=no_ack)
             if received is not None:
                 return received
             time.sleep(0.02)

@@ -149,6 +149,8 @@ def _event(row: Any, replay_id: str) -> NewEvent:
         aggregate_type=row["aggregate_type"], aggregate_id=row["aggregate_id"],
         headers=headers, partition_key=row["partition_key"],
         message_id=replayed_message_id(replay_id, row["message_id"]),
+        # Null in archives written before migration 0008, which the reader fills in.
+        schema_version=row["schema_version"],
     )
 
 
@@ -174,7 +176,8 @@ def replay(request: ReplayRequest, progress: Progress | None = None) -> ReplayRe
             return result
         archived_before = _replayed_before(spark, files, request, replay_id)
         rows = selection.select("message_id", "topic", "aggregate_type", "aggregate_id",
-                                "partition_key", "payload", "headers", "id").orderBy(F.col("id"))
+                                "partition_key", "payload", "headers", "schema_version",
+                                "id").orderBy(F.col("id"))
         for chunk in _chunks(rows.toLocalIterator(), CHUNK):
             events = [_event(row, replay_id) for row in chunk
                       if row["message_id"] not in archived_before]

@@ -13,6 +13,13 @@ message id::
     Consumer(channel, queues=[queue], accept=["json"],
              callbacks=[InboxCallback("shipping", on_order_event)])
 
+A CloudEvent (from the relay with ``EVENTFERRY["MESSAGE_FORMAT"]`` set to a CloudEvents
+format, or from any other CloudEvents producer) is deduplicated on its own ``id``: the
+``cloudEvents_id`` (or ``cloudEvents:id``) header in binary mode, the document's ``id``
+in structured mode, whose content type ``application/cloudevents+json`` the consumer
+must accept (``accept=["json", "application/cloudevents+json"]``; an ``InboxCallback``
+teaches kombu to decode it).
+
 The handler runs inside ``transaction.atomic(using=...)`` after the inbox row is
 inserted. The message is acked once that transaction has committed, or at once when it
 was handled before. A handler that raises rolls everything back and the message is
@@ -24,6 +31,8 @@ requeued when ``requeue_on_error`` is set).
 from __future__ import annotations
 
 import enum
+import importlib
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +41,7 @@ from django.db import close_old_connections
 
 from ..conf import get_settings
 from ..exceptions import InvalidMessage
+from ..publishers.message_format import CLOUDEVENTS_JSON, cloudevent_id
 from ..store.inbox import InboxStore
 from . import DUPLICATE, check_key, run_once
 
@@ -63,13 +73,15 @@ class InboxCallback:
         requeue_on_error: bool = False,
     ) -> None:
         self.consumer = check_key(consumer, "consumer")
+        _decode_structured_cloudevents()
         self.handler = handler
         self.using = using
         self.requeue_on_error = requeue_on_error
 
     def __call__(self, body: Any, message: Any) -> Delivery:
-        message_id = message.properties.get("message_id")
         try:
+            message_id = (cloudevent_id(body, message.content_type, message.headers)
+                          or message.properties.get("message_id"))
             check_key(message_id, "message_id")
         except InvalidMessage as exc:
             logger.error("%s rejected a message without a usable message_id property "
@@ -94,3 +106,11 @@ class InboxCallback:
             close_old_connections()
         message.ack()
         return Delivery.DUPLICATE if result is DUPLICATE else Delivery.HANDLED
+
+
+def _decode_structured_cloudevents() -> None:
+    """Let kombu decode ``application/cloudevents+json`` bodies as JSON (a consumer still
+    decides whether to accept them); registering again replaces the same entry."""
+    serialization: Any = importlib.import_module("kombu.serialization")  # untyped
+    serialization.register("cloudevents-json", json.dumps, json.loads,
+                           content_type=CLOUDEVENTS_JSON, content_encoding="utf-8")

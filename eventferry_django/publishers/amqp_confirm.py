@@ -19,10 +19,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .amqp_frames import EncodingError, PublishFrames
-from .base import OutboundMessage, Outcome, Publisher, PublishResult, broker_headers
+from .base import OutboundMessage, Outcome, Publisher, PublishResult
 from .kombu_link import (
     CONTENT_ENCODING,
-    CONTENT_TYPE,
     KombuLink,
     KombuSettings,
     Unsendable,
@@ -107,7 +106,9 @@ class AmqpConfirmPublisher(Publisher):
     def _on_open(self, connection: Any, channel: Any) -> None:
         """Confirm mode and the ack, nack and return handlers on a fresh channel."""
         self._frames = PublishFrames(channel.channel_id, connection.connection.frame_max,
-                                     self.settings.exchange, CONTENT_TYPE, CONTENT_ENCODING)
+                                     self.settings.exchange,
+                                     self.settings.message_format.content_type,
+                                     CONTENT_ENCODING)
         self._delivery_tag = 0  # a new channel numbers its deliveries from 1 again
         channel.confirm_select()
         channel.events["basic_ack"].add(self._on_ack)
@@ -153,10 +154,11 @@ class AmqpConfirmPublisher(Publisher):
         settings = self.settings
         wire = bytearray()
         for index, message in enumerate(messages):
+            envelope = settings.message_format.envelope(message)
             try:
                 wire += self._frames.message(
-                    routing_key_for(settings, message), body_of(settings, message),
-                    message.message_id, broker_headers(message),
+                    routing_key_for(settings, message), body_of(settings, envelope),
+                    message.message_id, envelope.headers,
                 )
             except (Unsendable, EncodingError) as exc:
                 batch.results[index] = PublishResult(Outcome.GIVE_UP, str(exc))

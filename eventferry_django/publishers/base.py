@@ -9,6 +9,7 @@ relay hands the whole batch back without spending any attempts.
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,10 +30,11 @@ def mask_url(url: str) -> str:
     return _URL_PASSWORD.sub(r"\1:****@", url)
 
 
-#: Headers every message carries, filled from the outbox row (``traceparent`` only when the
-#: row has a trace id). They override an event's own header of the same name, so consumers
-#: can trust them.
-RESERVED_HEADERS = ("aggregate_type", "aggregate_id", "partition_key", "traceparent", "attempt")
+#: Headers every message of the plain format carries, filled from the outbox row
+#: (``traceparent`` and ``schema_version`` only when the row has them). They override an
+#: event's own header of the same name, so consumers can trust them.
+RESERVED_HEADERS = ("aggregate_type", "aggregate_id", "partition_key", "traceparent", "attempt",
+                    "schema_version")
 
 
 class BrokerUnavailable(EventferryError):
@@ -59,6 +61,11 @@ class OutboundMessage:
     headers: Mapping[str, Any] = field(default_factory=dict)
     trace_id: str | None = None
     attempts: int = 0
+    #: When the event was written (the database's clock, UTC); None only for messages
+    #: built by hand.
+    created_at: dt.datetime | None = None
+    #: The version of the payload's schema the event was written with, if given.
+    schema_version: str | None = None
 
     @property
     def effective_partition_key(self) -> str:
@@ -68,8 +75,9 @@ class OutboundMessage:
 def broker_headers(message: OutboundMessage) -> dict[str, Any]:
     """The headers to publish with ``message``: the event's own, then the reserved ones.
 
-    Reserved names win over event headers of the same name. ``traceparent`` is reserved
-    only when the row has a trace id; without one an event's own ``traceparent`` passes.
+    Reserved names win over event headers of the same name. ``traceparent`` and
+    ``schema_version`` are reserved only when the row has them; without, an event's own
+    header of that name passes.
     Every publisher that carries headers starts from these (Celery's drops the names its
     task protocol owns).
     """
@@ -81,6 +89,8 @@ def broker_headers(message: OutboundMessage) -> dict[str, Any]:
     }
     if message.trace_id is not None:
         reserved["traceparent"] = message.trace_id
+    if message.schema_version is not None:
+        reserved["schema_version"] = message.schema_version
     return {**message.headers, **reserved}
 
 

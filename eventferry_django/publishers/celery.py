@@ -33,9 +33,9 @@ from .base import (
     Outcome,
     Publisher,
     PublishResult,
-    broker_headers,
     mask_url,
 )
+from .message_format import MessageFormat
 from .options import Option, OptionTable, is_name, positive_seconds, raise_if_serious
 
 #: Header names of Celery's task protocol 2. Celery lets headers passed to ``send_task``
@@ -134,7 +134,10 @@ class CeleryPublisher(Publisher):
     ...)`` with ``payload`` the event's JSON payload decoded, so the task id is the outbox
     message id and a consumer can deduplicate on it. Headers are those of
     :func:`~eventferry_django.publishers.base.broker_headers`, minus event headers that
-    collide with Celery's own (:data:`CELERY_HEADERS`).
+    collide with Celery's own (:data:`CELERY_HEADERS`). In the CloudEvents formats
+    (``EVENTFERRY["MESSAGE_FORMAT"]``, see :mod:`~.message_format`) binary mode adds the
+    ``cloudEvents_*`` headers to a task whose argument is the payload, and structured
+    mode's task argument is the whole CloudEvent (its ``data`` the payload).
 
     Broker behaviour comes from the Celery app: connection pool, ``broker_connection_timeout``
     and ``task_publish_retry_policy``. Publisher confirms are off unless the app sets
@@ -171,6 +174,7 @@ class CeleryPublisher(Publisher):
         self.app_path = app
         self.queue = queue
         self.publish_timeout = float(publish_timeout)
+        self.message_format = MessageFormat.from_settings()
         self._app: Any = None
         self._lock = threading.Lock()
 
@@ -243,12 +247,13 @@ class CeleryPublisher(Publisher):
                 f"no Celery task for topic {message.topic!r}: OPTIONS['task'] maps only "
                 f"{sorted(self.tasks)} and has no {FALLBACK!r} fallback",
             )
+        envelope = self.message_format.envelope(message)
         try:
-            payload = json.loads(message.payload)
+            payload = json.loads(envelope.body)
         except ValueError as exc:
             return PublishResult(Outcome.GIVE_UP, f"payload is not JSON: {exc}")
         headers = {
-            key: value for key, value in broker_headers(message).items()
+            key: value for key, value in envelope.headers.items()
             if key not in CELERY_HEADERS
         }
         options: dict[str, Any] = {}

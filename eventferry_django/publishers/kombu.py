@@ -39,6 +39,7 @@ from .base import (  # RESERVED_HEADERS and broker_headers: re-exported, they li
 )
 from .kombu_link import SHORTSTR_MAX, KombuSettings, RoutingKey, kombu, transport_of
 from .kombu_producer import KombuProducerPublisher
+from .message_format import MessageFormat
 from .options import (
     Option,
     OptionTable,
@@ -251,6 +252,7 @@ class KombuPublisher(Publisher):
             routing_key=_routing_key_function(routing_key),
             connect_timeout=float(connect_timeout), publish_timeout=float(publish_timeout),
             declare_exchange=declare_exchange, max_message_bytes=max_message_bytes,
+            message_format=MessageFormat.from_settings(),
         )
         self.delegate: AmqpConfirmPublisher | KombuProducerPublisher = (
             AmqpConfirmPublisher(self.settings)

@@ -2,9 +2,10 @@
 
 :class:`KombuSettings` is the validated OPTIONS of
 :class:`~eventferry_django.publishers.kombu.KombuPublisher`. :func:`routing_key_for` and
-:func:`body_of` turn a row into what goes on the wire, or refuse it with
-:class:`Unsendable`. :class:`KombuLink` owns one kombu connection and channel: it opens
-them on first use, keeps them across batches, and turns every way of losing them into
+:func:`body_of` (of the row's :class:`~.message_format.Envelope`) turn a row into what
+goes on the wire, or refuse it with :class:`Unsendable`. :class:`KombuLink` owns one
+kombu connection and channel: it opens them on first use, keeps them across batches, and
+turns every way of losing them into
 :class:`~eventferry_django.publishers.base.BrokerUnavailable`.
 """
 
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .base import BrokerUnavailable, OutboundMessage, mask_url
+from .message_format import Envelope, MessageFormat
 
-CONTENT_TYPE = "application/json"
 CONTENT_ENCODING = "utf-8"
 
 #: AMQP ``shortstr`` fields (routing key, message id, exchange) hold at most 255 bytes.
@@ -55,6 +56,8 @@ class KombuSettings:
     publish_timeout: float
     declare_exchange: bool
     max_message_bytes: int | None
+    #: ``EVENTFERRY["MESSAGE_FORMAT"]``: what each row becomes on the wire.
+    message_format: MessageFormat
 
     def describe(self) -> str:
         return f"{mask_url(self.url)} exchange {self.exchange!r} ({self.exchange_type})"
@@ -64,10 +67,11 @@ class Unsendable(Exception):
     """This message, and only this one, cannot be encoded or sent: it gets GIVE_UP."""
 
 
-def body_of(settings: KombuSettings, message: OutboundMessage) -> bytes:
-    """The payload as UTF-8, unchanged; refused when over ``max_message_bytes``."""
+def body_of(settings: KombuSettings, envelope: Envelope) -> bytes:
+    """The envelope's body (the payload, in plain and CloudEvents binary format) as UTF-8;
+    refused when over ``max_message_bytes``."""
     try:
-        body = message.payload.encode("utf-8")
+        body = envelope.body.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise Unsendable(f"payload cannot be encoded as UTF-8: {exc}") from exc
     if settings.max_message_bytes is not None and len(body) > settings.max_message_bytes:

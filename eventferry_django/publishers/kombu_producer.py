@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .base import OutboundMessage, Outcome, Publisher, PublishResult, broker_headers
+from .base import OutboundMessage, Outcome, Publisher, PublishResult
 from .kombu_link import (
     CONTENT_ENCODING,
-    CONTENT_TYPE,
     KombuLink,
     KombuSettings,
     Unsendable,
@@ -68,7 +67,8 @@ class KombuProducerPublisher(Publisher):
         for message in messages:
             try:
                 routing_key = routing_key_for(settings, message)
-                body = body_of(settings, message)
+                envelope = settings.message_format.envelope(message)
+                body = body_of(settings, envelope)
             except Unsendable as exc:
                 results.append(PublishResult(Outcome.GIVE_UP, str(exc)))
                 continue
@@ -84,9 +84,9 @@ class KombuProducerPublisher(Publisher):
             self._producer.publish(
                 body,
                 routing_key=routing_key,
-                content_type=CONTENT_TYPE,
+                content_type=envelope.content_type,
                 content_encoding=CONTENT_ENCODING,
-                headers=broker_headers(message),
+                headers=envelope.headers,
                 delivery_mode=PERSISTENT,
                 message_id=message.message_id,
                 retry=False,

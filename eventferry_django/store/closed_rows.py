@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..contract import CLOSED
-from .tables import COLUMNS
+from .tables import MIGRATED_COLUMNS
 
 
 class OutboxDialect(Protocol):
@@ -30,9 +30,12 @@ class OutboxDialect(Protocol):
 
 
 #: The columns an archive holds: every column of the outbox, in the contract's order.
-ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS)
+#: Archives written before migration 0008 lack ``schema_version``; the reader, which
+#: reads with this schema, gives their rows a null there.
+ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in MIGRATED_COLUMNS)
 #: The archive's timestamp columns, in the same order.
-TIMESTAMP_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.kind == "timestamp")
+TIMESTAMP_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in MIGRATED_COLUMNS if c.kind == "timestamp")
 CLOSED_STATUSES = CLOSED
 
 #: The id checksum's second term: with the count and the sum of ids, a lost row and a

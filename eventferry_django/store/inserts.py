@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from ..naming import TableName
-from .tables import INSERT_COLUMNS, JSON_COLUMNS
+from .tables import INSERT_COLUMNS, JSON_COLUMNS, VERSIONED_INSERT_COLUMNS
 
 T = TypeVar("T")
 
@@ -50,17 +50,23 @@ class InsertSql:
 
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
-    def insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
-        """A multi-row INSERT of :data:`INSERT_COLUMNS` with Django ``%s`` placeholders;
-        bind it with :meth:`insert_params`. ``scheduled`` adds ``next_retry_at``, each
-        row's :meth:`delivery_sql` (bound by :meth:`delivery_params`, after the row's
-        other values)."""
-        return self.statement(("insert", rows, scheduled),
-                              lambda: self.build_insert_sql(rows, scheduled=scheduled))
+    def insert_sql(self, rows: int, *, scheduled: bool = False, versioned: bool = False
+                   ) -> str:
+        """A multi-row INSERT of :data:`INSERT_COLUMNS` (``versioned``: of
+        :data:`VERSIONED_INSERT_COLUMNS`) with Django ``%s`` placeholders; bind it with
+        :meth:`insert_params`. ``scheduled`` adds ``next_retry_at``, each row's
+        :meth:`delivery_sql` (bound by :meth:`delivery_params`, after the row's other
+        values)."""
+        return self.statement(
+            ("insert", rows, scheduled, versioned),
+            lambda: self.build_insert_sql(rows, scheduled=scheduled, versioned=versioned),
+        )
 
-    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
-        columns, values = INSERT_COLUMNS, [
-            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in INSERT_COLUMNS
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False,
+                         versioned: bool = False) -> str:
+        inserted = VERSIONED_INSERT_COLUMNS if versioned else INSERT_COLUMNS
+        columns, values = inserted, [
+            self.json_placeholder if c in JSON_COLUMNS else "%s" for c in inserted
         ]
         if scheduled:
             columns, values = (*columns, "next_retry_at"), [*values, self.delivery_sql()]

@@ -27,9 +27,9 @@ from .settlement_sql import SettlementSql
 from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
 from .tables import (
     CLAIM_COLUMNS,
-    COLUMNS,
     INBOX_KEY,
     JSON_COLUMNS,
+    MIGRATED_COLUMNS,
     OPEN_STATUSES_SQL,
     Column,
     Index,
@@ -228,6 +228,22 @@ class MicrosoftSchema(SchemaSql):
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
 
+    def column_guard(self, column: Column, table: Table, *, exists: bool) -> str:
+        return (
+            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.columns "
+            f"WHERE name = {_unicode_literal(column.name)} AND object_id = {self.object_id(table)})"
+        )
+
+    def add_column_statements(self, column: Column, table: Table) -> list[str]:
+        return [self.batch([(self.column_guard(column, table, exists=False),
+                             f"ALTER TABLE {self.qualified(table)} "
+                             f"ADD {self.column_definition(table, column)}")])]
+
+    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
+        return [self.batch([(self.column_guard(column, table, exists=True),
+                             f"ALTER TABLE {self.qualified(table)} "
+                             f"DROP COLUMN {self.quote(column.name)}")])]
+
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.
 
@@ -260,7 +276,7 @@ def _claimed_type(column: Column) -> str:
 
 
 #: Types of the claim's table variable, from the contract's columns.
-_CLAIMED_TYPES = {c.name: _claimed_type(c) for c in COLUMNS if c.name in CLAIM_COLUMNS}
+_CLAIMED_TYPES = {c.name: _claimed_type(c) for c in MIGRATED_COLUMNS if c.name in CLAIM_COLUMNS}
 
 
 class MicrosoftFeatures(Features):

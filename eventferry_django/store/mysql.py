@@ -23,7 +23,7 @@ from .inbox_sql import InboxSql
 from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import Fragment, bind, chain_share, compose, join, param
-from .tables import INBOX_KEY, OPEN_STATUSES, Index, Table
+from .tables import INBOX_KEY, OPEN_STATUSES, Column, Index, Table
 
 
 class MysqlClosedRows(ClosedRowsSql):
@@ -90,11 +90,30 @@ class MysqlSchema(SchemaSql):
 
     def _if_index(self, index: Index, table: Table, *, exists: bool, then: str) -> list[str]:
         """Run ``then`` only if ``index`` exists (or, with ``exists`` False, is missing)."""
+        return self._if_found("statistics", f"index_name = '{index.name}'", table,
+                              exists=exists, then=then)
+
+    # MariaDB has ADD/DROP COLUMN IF [NOT] EXISTS, MySQL does not: the catalog decides.
+    def add_column_statements(self, column: Column, table: Table) -> list[str]:
+        then = (f"ALTER TABLE {self.qualified(table)} "
+                f"ADD COLUMN {self.column_definition(table, column)}")
+        return self._if_found("columns", f"column_name = '{column.name}'", table,
+                              exists=False, then=then)
+
+    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
+        then = f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.quote(column.name)}"
+        return self._if_found("columns", f"column_name = '{column.name}'", table,
+                              exists=True, then=then)
+
+    def _if_found(self, catalog: str, condition: str, table: Table, *, exists: bool,
+                  then: str) -> list[str]:
+        """Run ``then`` only if ``information_schema.<catalog>`` has a row of ``table``
+        meeting ``condition`` (or, with ``exists`` False, has none)."""
         return [
             f"SET @eventferry_ddl = (SELECT IF(COUNT(*) {'>' if exists else '='} 0, "
-            f"'{then}', 'DO 0') FROM information_schema.statistics "
+            f"'{then}', 'DO 0') FROM information_schema.{catalog} "
             f"WHERE table_schema = {self.schema_expression(table.name)} "
-            f"AND table_name = '{table.name.table}' AND index_name = '{index.name}')",
+            f"AND table_name = '{table.name.table}' AND {condition})",
             "PREPARE eventferry_ddl FROM @eventferry_ddl",
             "EXECUTE eventferry_ddl",
             "DEALLOCATE PREPARE eventferry_ddl",

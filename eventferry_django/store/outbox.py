@@ -76,6 +76,14 @@ def _by_lease(events: Iterable[ClaimedEvent]) -> dict[Any, list[int]]:
     return groups
 
 
+def _utc(value: dt.datetime | str) -> dt.datetime:
+    """A stored time as an aware UTC datetime: SQLite returns the text it stores, SQL
+    Server and MariaDB/MySQL a naive datetime, PostgreSQL an aware one; all are UTC."""
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
 def _truncate(error: str, limit: int = 4000) -> str:
     return error if len(error) <= limit else error[: limit - 1] + "…"
 
@@ -114,12 +122,13 @@ class OutboxStore(BoundStore):
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedEvent:
         (row_id, message_id, topic, aggregate_type, aggregate_id, partition_key, payload,
-         headers, trace_id, attempts, claimed_at) = row
+         headers, trace_id, attempts, claimed_at, created_at, schema_version) = row
         message = OutboundMessage(
             id=int(row_id), message_id=message_id, topic=topic,
             aggregate_type=aggregate_type, aggregate_id=aggregate_id,
             partition_key=partition_key, payload=payload, headers=json.loads(headers),
-            trace_id=trace_id, attempts=int(attempts),
+            trace_id=trace_id, attempts=int(attempts), created_at=_utc(created_at),
+            schema_version=schema_version,
         )
         return ClaimedEvent(message, claimed_at)
 

@@ -141,12 +141,13 @@ class PostgresqlInserts(InsertSql):
 
     json_placeholder = "%s::jsonb"
 
-    def build_insert_sql(self, rows: int, *, scheduled: bool = False) -> str:
+    def build_insert_sql(self, rows: int, *, scheduled: bool = False,
+                         versioned: bool = False) -> str:
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
         # commit, drops it on rollback and folds repeats within a transaction, and it
         # costs no extra round trip. (A scheduled row wakes them for nothing; they find
         # it not yet due and go back to sleep.)
-        inserted = super().build_insert_sql(rows, scheduled=scheduled)
+        inserted = super().build_insert_sql(rows, scheduled=scheduled, versioned=versioned)
         return (
             f"WITH inserted AS ({inserted} RETURNING 1) "
             "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"

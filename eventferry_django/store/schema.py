@@ -15,6 +15,7 @@ from ..naming import TableName
 from .tables import (
     CLOSED_STATUSES_SQL,
     OPEN_STATUSES_SQL,
+    SCHEMA_VERSION,
     Column,
     Index,
     Table,
@@ -216,6 +217,38 @@ class SchemaSql:
         build, drop = (new, old) if forwards else (old, new)
         return self.create_index_statements(build, table) + self.drop_index_statements(
             drop, table)
+
+    #: Whether the vendor's DDL can guard adding or dropping a column itself. SQLite's
+    #: ALTER TABLE cannot: its migration step looks at the table first instead (see
+    #: :class:`~eventferry_django.migration_operations.AddSchemaVersionColumn`).
+    guards_columns: ClassVar[bool] = True
+
+    def schema_version_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0008: add the nullable ``schema_version`` column to the outbox
+        (forwards) or drop it; guarded, so running it again changes nothing. A nullable
+        column without a default is added without rewriting the table."""
+        table = self.outbox
+        if forwards:
+            return self.add_column_statements(SCHEMA_VERSION, table)
+        return self.drop_column_statements(SCHEMA_VERSION, table)
+
+    def column_count_sql(self, column: Column, table: Table) -> str:
+        """A query answering 1 when ``table`` has ``column``, 0 when not; for vendors whose
+        ALTER TABLE cannot guard itself (:attr:`guards_columns`)."""
+        schema = f"'{table.name.schema}'" if table.name.schema else "CURRENT_SCHEMA"
+        return (f"SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = "
+                f"{schema} AND table_name = '{table.name.table}' "
+                f"AND column_name = '{column.name}'")
+
+    def add_column_statements(self, column: Column, table: Table) -> list[str]:
+        """Add ``column`` to ``table`` unless it has a column of that name."""
+        return [f"ALTER TABLE {self.qualified(table)} ADD COLUMN IF NOT EXISTS "
+                f"{self.column_definition(table, column)}"]
+
+    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
+        """Drop ``column`` from ``table`` if it is there."""
+        return [f"ALTER TABLE {self.qualified(table)} DROP COLUMN IF EXISTS "
+                f"{self.quote(column.name)}"]
 
     def autovacuum_statements(self, *, forwards: bool = True) -> list[str]:
         """Migration 0006: the outbox's autovacuum tuning on an existing table (forwards)

@@ -43,6 +43,14 @@ COLUMNS: tuple[Column, ...] = (
 
 JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
 
+#: The payload's schema version, added by migration 0008 (nullable: rows written before
+#: it, and events published without a version, have none). Not in :data:`COLUMNS`, which
+#: is migration 0001's table as released.
+SCHEMA_VERSION = Column("schema_version", "text255", nullable=True)
+
+#: The outbox's columns once every migration has run.
+MIGRATED_COLUMNS: tuple[Column, ...] = (*COLUMNS, SCHEMA_VERSION)
+
 #: The consumers' inbox: one row per (consumer, message id) handled. The clustered key is
 #: an ascending id, not the random message ids, so inserts append instead of splitting
 #: pages; the unique key is what turns a redelivered message into "handled already".
@@ -59,8 +67,15 @@ INBOX_KEY: tuple[str, ...] = ("consumer", "message_id")
 #: Columns publish_event() writes, in the table's order; the rest take their defaults.
 INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
 
+#: What publish_event() writes besides, for events given a schema version (so rows
+#: without one keep the INSERT of the release before 0008).
+VERSIONED_INSERT_COLUMNS: tuple[str, ...] = (*INSERT_COLUMNS, SCHEMA_VERSION.name)
+
 #: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
-CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at")
+#: ``created_at`` and ``schema_version`` follow it (CloudEvents' ``time``, the payload's
+#: version), so the first eleven stay where the claim of the release before put them.
+CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at",
+                                  "created_at", SCHEMA_VERSION.name)
 
 
 #: Status codes that hold back later events of the same aggregate (pending, claimed,

@@ -52,5 +52,8 @@ elif EXTRA == "mssql":
     # pyodbc and unixODBC) without connecting.
     DATABASES["default"] = {"ENGINE": "mssql", "NAME": "probe", "HOST": "127.0.0.1",
                             "PORT": "1433", "OPTIONS": {"driver": "ODBC Driver 18 for SQL Server"}}
+elif EXTRA == "jsonschema":
+    # A topic's JSON Schema is checked against its metaschema, which needs jsonschema.
+    EVENTFERRY["TOPICS"] = {"probe.event": {"JSON_SCHEMA": {"type": "object"}}}
 elif EXTRA == "prometheus":
     INSTALLED_APPS.insert(0, "django_prometheus")

@@ -12,12 +12,14 @@ DECLARE @claimed TABLE (
     [headers] NVARCHAR(MAX) NOT NULL,
     [trace_id] NVARCHAR(255) NULL,
     [attempts] INT NOT NULL,
-    [claimed_at] DATETIME2(3) NOT NULL
+    [claimed_at] DATETIME2(3) NOT NULL,
+    [created_at] DATETIME2(3) NOT NULL,
+    [schema_version] NVARCHAR(255) NULL
 );
 BEGIN TRY
     BEGIN TRANSACTION;
     UPDATE o SET o.[attempts] = o.[attempts] + CASE WHEN o.[status] = 1 THEN 1 ELSE 0 END, o.[status] = 1, o.[claimed_at] = SYSUTCDATETIME()
-    OUTPUT inserted.[id], inserted.[message_id], inserted.[topic], inserted.[aggregate_type], inserted.[aggregate_id], inserted.[partition_key], inserted.[payload], inserted.[headers], inserted.[trace_id], inserted.[attempts], inserted.[claimed_at] INTO @claimed
+    OUTPUT inserted.[id], inserted.[message_id], inserted.[topic], inserted.[aggregate_type], inserted.[aggregate_id], inserted.[partition_key], inserted.[payload], inserted.[headers], inserted.[trace_id], inserted.[attempts], inserted.[claimed_at], inserted.[created_at], inserted.[schema_version] INTO @claimed
     FROM [messaging].[outbox] AS o
     JOIN (
         SELECT TOP (%s) c.[id]
@@ -34,7 +36,7 @@ BEGIN CATCH
     SET XACT_ABORT OFF;
     THROW;
 END CATCH;
-SELECT [id], [message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [attempts], [claimed_at] FROM @claimed ORDER BY [id];
+SELECT [id], [message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [attempts], [claimed_at], [created_at], [schema_version] FROM @claimed ORDER BY [id];
 SET NOCOUNT OFF;
 SET XACT_ABORT OFF;
 
@@ -52,7 +54,9 @@ DECLARE @claimed TABLE (
     [headers] NVARCHAR(MAX) NOT NULL,
     [trace_id] NVARCHAR(255) NULL,
     [attempts] INT NOT NULL,
-    [claimed_at] DATETIME2(3) NOT NULL
+    [claimed_at] DATETIME2(3) NOT NULL,
+    [created_at] DATETIME2(3) NOT NULL,
+    [schema_version] NVARCHAR(255) NULL
 );
 DECLARE @heads TABLE (
     [id] BIGINT NOT NULL PRIMARY KEY,
@@ -69,7 +73,7 @@ BEGIN TRY
         OPTION (MAXDOP 1);
     SELECT @share = CASE WHEN COUNT(*) = 0 THEN 0 WHEN (%s + COUNT(*) - 1) / COUNT(*) < %s THEN (%s + COUNT(*) - 1) / COUNT(*) - 1 ELSE %s - 1 END FROM @heads;
     UPDATE o SET o.[attempts] = o.[attempts] + CASE WHEN o.[status] = 1 THEN 1 ELSE 0 END, o.[status] = 1, o.[claimed_at] = SYSUTCDATETIME()
-    OUTPUT inserted.[id], inserted.[message_id], inserted.[topic], inserted.[aggregate_type], inserted.[aggregate_id], inserted.[partition_key], inserted.[payload], inserted.[headers], inserted.[trace_id], inserted.[attempts], inserted.[claimed_at] INTO @claimed
+    OUTPUT inserted.[id], inserted.[message_id], inserted.[topic], inserted.[aggregate_type], inserted.[aggregate_id], inserted.[partition_key], inserted.[payload], inserted.[headers], inserted.[trace_id], inserted.[attempts], inserted.[claimed_at], inserted.[created_at], inserted.[schema_version] INTO @claimed
     FROM [messaging].[outbox] AS o
     JOIN (
         SELECT TOP (%s) x.[id] FROM (
@@ -92,7 +96,7 @@ BEGIN CATCH
     SET XACT_ABORT OFF;
     THROW;
 END CATCH;
-SELECT [id], [message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [attempts], [claimed_at] FROM @claimed ORDER BY [id];
+SELECT [id], [message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [attempts], [claimed_at], [created_at], [schema_version] FROM @claimed ORDER BY [id];
 SET NOCOUNT OFF;
 SET XACT_ABORT OFF;
 

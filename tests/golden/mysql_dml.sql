@@ -11,7 +11,7 @@ SELECT c.`id` FROM `outbox` AS c WHERE c.`id` IN (%s, %s, %s, %s) AND c.`id` <= 
 UPDATE `outbox` AS o SET o.`attempts` = o.`attempts` + CASE WHEN o.`status` = 1 THEN 1 ELSE 0 END, o.`status` = 1, o.`claimed_at` = UTC_TIMESTAMP(3) WHERE o.`id` IN (%s, %s, %s, %s);
 
 -- claim [1, 1, 2, 2]
-SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`claimed_at` FROM `outbox` AS o WHERE o.`id` IN (%s, %s, %s, %s) ORDER BY o.`id`;
+SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`claimed_at`, o.`created_at`, o.`schema_version` FROM `outbox` AS o WHERE o.`id` IN (%s, %s, %s, %s) ORDER BY o.`id`;
 
 -- claim_chained [50]
 SELECT c.`id`, c.`aggregate_id` FROM `outbox` AS c WHERE c.`status` = 0 AND c.`next_retry_at` IS NULL AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 0 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 1 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 3 ORDER BY e.`id` LIMIT 1), c.`id`) ORDER BY c.`id` LIMIT %s FOR UPDATE SKIP LOCKED;
@@ -29,7 +29,7 @@ SELECT c.`id` FROM `outbox` AS c WHERE c.`id` IN (%s, %s, %s, %s) AND c.`id` <= 
 UPDATE `outbox` AS o SET o.`attempts` = o.`attempts` + CASE WHEN o.`status` = 1 THEN 1 ELSE 0 END, o.`status` = 1, o.`claimed_at` = UTC_TIMESTAMP(3) WHERE o.`id` IN (%s, %s, %s, %s, %s);
 
 -- claim_chained [1, 1, 2, 2, 3]
-SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`claimed_at` FROM `outbox` AS o WHERE o.`id` IN (%s, %s, %s, %s, %s) ORDER BY o.`id`;
+SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`claimed_at`, o.`created_at`, o.`schema_version` FROM `outbox` AS o WHERE o.`id` IN (%s, %s, %s, %s, %s) ORDER BY o.`id`;
 
 -- ack [1, 2, 3, '2026-11-21 12:00:00.123']
 UPDATE `outbox` SET `status` = 2, `processed_at` = UTC_TIMESTAMP(3) WHERE `id` IN (%s, %s, %s) AND `status` = 1 AND `claimed_at` = %s;

@@ -49,6 +49,9 @@ class Command(EventferryCommand):
                             help="Print migration 0007's DDL (an existing outbox's retention "
                             "index swapped for one over closed rows only; nothing on "
                             "MariaDB/MySQL and SQLite) instead.")
+        parser.add_argument("--schema-version", action="store_true",
+                            help="Print migration 0008's DDL (the outbox's nullable "
+                            "schema_version column added) instead.")
         parser.add_argument("--autovacuum", action="store_true",
                             help="PostgreSQL: print migration 0006's DDL (an existing "
                             "outbox's autovacuum tuning as a queue table) instead.")
@@ -89,6 +92,14 @@ class Command(EventferryCommand):
             if not statements:
                 self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
                                   "retention index stays unfiltered (docs/claim-plans.md).")
+        elif options["schema_version"]:
+            if options["inbox"]:
+                raise CommandError("--schema-version concerns the outbox; drop --inbox.")
+            statements = dialect.schema.schema_version_statements(
+                forwards=not options["reverse"])
+            if not dialect.schema.guards_columns:
+                self.stderr.write(f"{vendor} cannot guard this ALTER TABLE: run it only "
+                                  "where the column is missing (migrate checks first).")
         elif options["autovacuum"]:
             if options["inbox"]:
                 raise CommandError("--autovacuum concerns the outbox; drop --inbox.")

@@ -1,0 +1,1 @@
+ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS "schema_version" VARCHAR(255) NULL;

@@ -1,0 +1,1 @@
+ALTER TABLE "outbox" ADD COLUMN "schema_version" VARCHAR(255) NULL;
