@@ -39,10 +39,10 @@ def sizes(request: ArchiveRequest) -> tuple[int, int]:
     return request.purge_range_size, request.purge_batch_size
 
 
-def test_the_purge_sizes_default_to_sql_servers_delete_bound(
+def test_the_purge_sizes_default_to_wide_ranges_and_sql_servers_delete_bound(
         requests: list[ArchiveRequest]) -> None:
     assert run() == ("Would archive 0 row(s) processed before 2026-11-20T00:00:00Z.\n", "")
-    assert sizes(requests[0]) == (4_000, 4_000)
+    assert sizes(requests[0]) == (100_000, 4_000)
 
 
 def test_the_purge_range_and_batch_sizes_are_options_of_their_own(
@@ -50,7 +50,7 @@ def test_the_purge_range_and_batch_sizes_are_options_of_their_own(
     assert run("--purge-range-size", "50000", "--purge-batch-size", "500")[1] == ""
     assert run("--purge-batch-size", "500")[1] == ""
     assert run("--purge-range-size", "9000")[1] == ""
-    assert [sizes(r) for r in requests] == [(50_000, 500), (4_000, 500), (9_000, 4_000)]
+    assert [sizes(r) for r in requests] == [(50_000, 500), (100_000, 500), (9_000, 4_000)]
 
 
 def test_batch_size_still_sets_both_with_a_deprecation_warning(
