@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from eventferry_django.history.archive import ArchiveRequest, ArchiveResult
 from eventferry_django.history.errors import EXIT_USAGE, HistoryError
+from eventferry_django.history.masters import master_problem
 from eventferry_django.management.commands import outbox_archive
 
 
@@ -87,3 +88,23 @@ def test_purge_sizes_out_of_range_are_argument_errors(
 def test_an_archive_request_checks_its_purge_sizes(sizes: dict[str, int]) -> None:
     with pytest.raises(HistoryError, match=r"must be 1\.\."):
         ArchiveRequest(path="/nowhere", older_than=dt.timedelta(days=1), **sizes)
+
+
+@pytest.mark.parametrize("master", ["local[*]", "local", "local[2]", "local[*,3]",
+                                    "local-cluster[2,1,1024]", "spark://127.0.0.1:7077",
+                                    "spark://m1:7077,m2:7077", "yarn",
+                                    "k8s://https://10.0.0.1:6443", "k8s://kube:443"])
+def test_spark_master_urls_of_every_kind_are_accepted(
+        requests: list[ArchiveRequest], master: str) -> None:
+    assert master_problem(master) is None
+    run("--master", f" {master} ")
+    assert requests[0].master == master
+
+
+@pytest.mark.parametrize("master", ["spark://master", "mesos://zk:2181", "local[0]",
+                                    "local[two]", "k8s://", "yarn-client", "sc://connect:15002"])
+def test_a_bad_master_is_an_argument_error_before_spark_starts(
+        requests: list[ArchiveRequest], master: str) -> None:
+    with pytest.raises(CommandError, match=r"is not a Spark master URL; use one of local\[\*\]"):
+        run("--master", master)
+    assert requests == []
