@@ -3,7 +3,7 @@ started from pyspark's jars on loopback): archive, report and replay run with
 ``--master spark://...``, their tasks run in the worker's executors, and the JDBC
 driver's jar reaches those executors.
 
-One cluster for the module and one test, because each command starts a driver JVM
+One cluster for the whole run (the ``spark_cluster`` fixture) and one test, because each command starts a driver JVM
 and the worker an executor JVM for it: this is the costliest Spark test in the suite.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,15 +24,9 @@ from eventferry_django.models import OutboxEvent, Status
 
 from .history_data import seed
 from .relay_process import ROOT, relay_env
-from .spark_cluster import StandaloneCluster, cluster_env, standalone_cluster
+from .spark_cluster import StandaloneCluster, cluster_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as running:
-        yield running
 
 
 def manage(cluster: StandaloneCluster, *args: str) -> str:
@@ -56,7 +49,8 @@ def manage(cluster: StandaloneCluster, *args: str) -> str:
 
 
 def test_archive_report_and_replay_run_on_a_standalone_cluster(
-        cluster: StandaloneCluster, tmp_path: Path) -> None:
+        spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
+    cluster = spark_cluster
     if outbox_source().driver_name == "jtds":
         pytest.skip("Spark cannot read the outbox through jTDS on the T-SQL endpoint")
     seed()
