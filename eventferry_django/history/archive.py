@@ -258,6 +258,8 @@ class Archiver:
         if frozen.rows == 0:
             self.progress("Nothing to archive.")
             return
+        result.seconds["freeze"] = time.monotonic() - started
+        started = time.monotonic()
         low, high = min(s.min_id for s in stats), max(s.max_id for s in stats)
         self.progress(f"Froze {frozen.rows:,} row(s), ids {low}..{high}, processed before "
                       f"{result.cutoff.isoformat(timespec='milliseconds')}.")
