@@ -19,6 +19,7 @@ from django.dispatch import receiver
 
 from .contract import MAX_BATCH
 from .exceptions import ConfigurationError
+from .history.masters import master_problem
 from .message_settings import MESSAGE_FORMATS, TopicConfig, parse_message_format, parse_topics
 from .naming import IDENTIFIER_PATTERN, QUOTES, TableName
 
@@ -442,9 +443,11 @@ def _parse_spark(reader: _Reader) -> SparkConfig:
     if unknown:
         reader.fail("SPARK", f"has unknown keys {sorted(unknown)}.", _SPARK_HINT)
     master = raw.get("MASTER", defaults.master)
-    if not isinstance(master, str) or not master.strip():
+    problem = master_problem(master.strip()) if isinstance(master, str) else "not text"
+    if problem:
         reader.fail("SPARK", f"MASTER is {master!r}; it must be a Spark master URL.",
-                    "For example 'local[*]', 'local[2]', 'spark://host:7077' or 'yarn'.")
+                    "For example 'local[*]', 'local[2]', 'spark://host:7077', 'yarn' or "
+                    "'k8s://https://host:6443'.")
         master = defaults.master
     jars = raw.get("JARS", defaults.jars)
     if jars is not None and (

@@ -113,3 +113,13 @@ def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
                          "the engine closes jTDS's login, so Spark cannot read the outbox")
     with spark_session(source, get_settings().spark) as session:
         yield session
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark standalone master and one worker (1 core, 1 GB) on 127.0.0.1, started
+    from pyspark's jars once per run and stopped, with their processes, at its end."""
+    from .spark_cluster import standalone_cluster
+
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster

@@ -62,13 +62,13 @@ def test_archive_reconciles_and_purges_exactly_the_archived_rows(
     redriven: list[int] = []
     real_purge = Archiver._purge
 
-    def purge_after_a_redrive(self: Archiver, manifest: Any) -> Any:
+    def purge_after_a_redrive(self: Archiver, manifest: Any, *args: Any) -> Any:
         # A dead row archived, then redriven before the purge reaches it.
         dead = OutboxEvent.objects.filter(status=Status.DEAD).order_by("id").first()
         assert dead is not None
         redriven.append(dead.id)
         redrive(RedriveSelection(ids=[dead.id]))
-        return real_purge(self, manifest)
+        return real_purge(self, manifest, *args)
 
     monkeypatch.setattr(Archiver, "_purge", purge_after_a_redrive)
     before = {row.id: row for row in OutboxEvent.objects.all()}
@@ -170,7 +170,7 @@ def test_crash_after_the_manifest_before_the_purge_is_resumed_once(
     seed()
     root = tmp_path / "archive"
     with monkeypatch.context() as patched:
-        patched.setattr(Archiver, "_purge", lambda self, manifest: (_ for _ in ()).throw(
+        patched.setattr(Archiver, "_purge", lambda self, *args: (_ for _ in ()).throw(
             SimulatedCrash()))
         with pytest.raises(SimulatedCrash):
             run_archive(root, purge=True)
@@ -230,28 +230,47 @@ def test_a_live_lock_makes_the_run_busy_and_a_dead_one_is_taken_over(
     assert not lock.exists() and not OutboxEvent.objects.exists()
 
 
-def test_the_purge_reads_id_ranges_and_deletes_in_batches_of_its_own_size(
+def test_ranges_that_check_out_go_in_one_delete_and_a_changed_one_key_by_key(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One range of ids wider than the whole run, purged 7 rows a statement."""
+    """Ranges of 20 ids: each is one DELETE of the run's selection when the outbox's rows
+    there have the archive's count and checksum; the range where an archived row was
+    deleted meanwhile (by outbox_purge, say) is purged from its archived keys, 7 rows a
+    statement."""
     seed(old_done=50, old_dead=0, recent=0, open_each=0)
-    statements: list[int] = []
-    real_purge = OutboxStore.purge_archived
+    ids = sorted(OutboxEvent.objects.values_list("id", flat=True))
+    gone = ids[25]
+    keyed: list[int] = []
+    by_range: list[tuple[int, int] | None] = []
+    real_keyed, real_range = OutboxStore.purge_archived, OutboxStore.purge_selection
+    real_purge = Archiver._purge
 
     def counted(self: OutboxStore, rows: Any, *, statuses: Any) -> int:
-        statements.append(len(rows))
-        return real_purge(self, rows, statuses=statuses)
+        keyed.append(len(rows))
+        return real_keyed(self, rows, statuses=statuses)
+
+    def ranged(self: OutboxStore, selection: Any, archived: Any) -> int | None:
+        taken = real_range(self, selection, archived)
+        by_range.append(None if taken is None else selection.id_range)
+        return taken
+
+    def purge_after_a_delete(self: Archiver, manifest: Any, *args: Any) -> Any:
+        OutboxEvent.objects.filter(id=gone).delete()
+        return real_purge(self, manifest, *args)
 
     monkeypatch.setattr(OutboxStore, "purge_archived", counted)
-    ranges = Counter(i // 1_000_000 for i in OutboxEvent.objects.values_list("id", flat=True))
-    result = run_archive(tmp_path / "archive", purge=True, purge_range_size=1_000_000,
+    monkeypatch.setattr(OutboxStore, "purge_selection", ranged)
+    monkeypatch.setattr(Archiver, "_purge", purge_after_a_delete)
+    result = run_archive(tmp_path / "archive", purge=True, purge_range_size=20,
                          purge_batch_size=7)
-    assert result.archived == result.purged == 50
-    # Each range (one, unless the ids straddle a million) goes 7 rows a statement.
-    expected = [size for rows in ranges.values()
-                for size in [7] * (rows // 7) + ([rows % 7] if rows % 7 else [])]
-    assert sorted(statements) == sorted(expected) and len(statements) >= 8
+    assert result.archived == 50 and result.purged == 49 and result.purge_kept == 1
     assert not OutboxEvent.objects.exists()
 
+    ranges = Counter(i // 20 for i in ids)
+    assert len(by_range) == len(ranges) and by_range.count(None) == 1
+    deleted_by_range = [(low, high) for low, high in filter(None, by_range)]
+    assert all(high - low < 20 and low // 20 == high // 20 for low, high in deleted_by_range)
+    changed = ranges[gone // 20]  # the archived keys of the changed range, the gone one too
+    assert keyed == [7] * (changed // 7) + ([changed % 7] if changed % 7 else [])
 
 def test_schema_versions_are_archived_and_older_archives_read_without_them(
         spark: Any, tmp_path: Path) -> None:

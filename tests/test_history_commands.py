@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from eventferry_django.history.archive import ArchiveRequest, ArchiveResult
 from eventferry_django.history.errors import EXIT_USAGE, HistoryError
+from eventferry_django.history.masters import master_problem
 from eventferry_django.management.commands import outbox_archive
 
 
@@ -39,10 +40,10 @@ def sizes(request: ArchiveRequest) -> tuple[int, int]:
     return request.purge_range_size, request.purge_batch_size
 
 
-def test_the_purge_sizes_default_to_sql_servers_delete_bound(
+def test_the_purge_sizes_default_to_wide_ranges_and_sql_servers_delete_bound(
         requests: list[ArchiveRequest]) -> None:
     assert run() == ("Would archive 0 row(s) processed before 2026-11-20T00:00:00Z.\n", "")
-    assert sizes(requests[0]) == (4_000, 4_000)
+    assert sizes(requests[0]) == (100_000, 4_000)
 
 
 def test_the_purge_range_and_batch_sizes_are_options_of_their_own(
@@ -50,7 +51,7 @@ def test_the_purge_range_and_batch_sizes_are_options_of_their_own(
     assert run("--purge-range-size", "50000", "--purge-batch-size", "500")[1] == ""
     assert run("--purge-batch-size", "500")[1] == ""
     assert run("--purge-range-size", "9000")[1] == ""
-    assert [sizes(r) for r in requests] == [(50_000, 500), (4_000, 500), (9_000, 4_000)]
+    assert [sizes(r) for r in requests] == [(50_000, 500), (100_000, 500), (9_000, 4_000)]
 
 
 def test_batch_size_still_sets_both_with_a_deprecation_warning(
@@ -87,3 +88,23 @@ def test_purge_sizes_out_of_range_are_argument_errors(
 def test_an_archive_request_checks_its_purge_sizes(sizes: dict[str, int]) -> None:
     with pytest.raises(HistoryError, match=r"must be 1\.\."):
         ArchiveRequest(path="/nowhere", older_than=dt.timedelta(days=1), **sizes)
+
+
+@pytest.mark.parametrize("master", ["local[*]", "local", "local[2]", "local[*,3]",
+                                    "local-cluster[2,1,1024]", "spark://127.0.0.1:7077",
+                                    "spark://m1:7077,m2:7077", "yarn",
+                                    "k8s://https://10.0.0.1:6443", "k8s://kube:443"])
+def test_spark_master_urls_of_every_kind_are_accepted(
+        requests: list[ArchiveRequest], master: str) -> None:
+    assert master_problem(master) is None
+    run("--master", f" {master} ")
+    assert requests[0].master == master
+
+
+@pytest.mark.parametrize("master", ["spark://master", "mesos://zk:2181", "local[0]",
+                                    "local[two]", "k8s://", "yarn-client", "sc://connect:15002"])
+def test_a_bad_master_is_an_argument_error_before_spark_starts(
+        requests: list[ArchiveRequest], master: str) -> None:
+    with pytest.raises(CommandError, match=r"is not a Spark master URL; use one of local\[\*\]"):
+        run("--master", master)
+    assert requests == []

@@ -125,6 +125,8 @@ def test_other_vendors_urls_come_from_their_database_entries(tmp_path: Path) -> 
     ("local", "EVENTFERRY['SPARK'] is 'local'; it must be a dict"),
     ({"MASTERS": "local"}, "EVENTFERRY['SPARK'] has unknown keys ['MASTERS']"),
     ({"MASTER": ""}, "EVENTFERRY['SPARK'] MASTER is ''"),
+    ({"MASTER": "spark://master"}, "EVENTFERRY['SPARK'] MASTER is 'spark://master'"),
+    ({"MASTER": 7077}, "EVENTFERRY['SPARK'] MASTER is 7077"),
     ({"JARS": "/usr/share/java/postgresql.jar"}, "JARS is '/usr/share/java/postgresql.jar'"),
     ({"CONF": {"spark.executor.memory": ["2g"]}}, "CONF is {'spark.executor.memory': ['2g']}"),
     ({"CONF": {"spark.jars": "x.jar"}}, "CONF sets 'spark.jars', which SPARK['JARS'] decides"),

@@ -4,6 +4,7 @@ the freeze and the exact purge run against the real test database (no Spark)."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -68,6 +69,21 @@ def test_tsql_history_statements_parse_and_keep_their_promises() -> None:
     assert "WITH (ROWLOCK, READCOMMITTEDLOCK)" in sql and "READPAST" not in sql
     assert "OPENJSON(%s) WITH ([id] BIGINT '$[0]', [processed_at] DATETIME2(3) '$[1]')" in sql
     assert "a.[processed_at] = o.[processed_at]" in sql and "o.[status] IN (2, 4)" in sql
+
+
+def test_tsql_range_purge_matches_golden_and_parses() -> None:
+    """The purge of one id range of a run's frozen selection: row locks, committed rows
+    read, and no more ids than SQL Server deletes in one statement."""
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    run_range = replace(SELECTION, id_range=(4001, 8000))
+    sql = dialect.closed_rows.purge_selection_sql(run_range)
+    assert_golden("microsoft_history_range_purge.sql", f"-- purge_selection []\n{sql};\n")
+    delete = _parse_one(sql)
+    assert isinstance(delete, exp.Delete)
+    assert {(t.db, t.name) for t in delete.find_all(exp.Table)} == {("messaging", "outbox")}
+    assert "WITH (ROWLOCK, READCOMMITTEDLOCK)" in sql and "READPAST" not in sql
+    assert dialect.closed_rows.selection_condition(run_range) in sql
+    assert dialect.closed_rows.max_purge_range_ids == 4_000
 
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql", "sqlite"])
@@ -165,3 +181,36 @@ def test_the_exact_purge_keeps_each_delete_under_the_vendors_bound(
         assert store.purge_archived(archived, statuses=(Status.DONE,)) == 8
     assert deletes == [3, 3, 2]
     assert not OutboxEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_range_purge_deletes_only_when_the_rows_match_the_archive() -> None:
+    """purge_selection deletes a range of a run's selection in one statement when its
+    rows have the archive's count and checksum, and nothing when they do not."""
+    store = OutboxStore()
+    now = store.utc_now()
+    old = (now - dt.timedelta(days=3)).replace(microsecond=456000)
+    insert([OutboxEvent(message_id=f"m{n}", topic="a", aggregate_type="t", aggregate_id=str(n),
+                        payload="{}", status=Status.DONE if n < 6 else Status.PENDING,
+                        processed_at=old if n < 6 else None, created_at=old)
+            for n in range(8)])
+    ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
+    run = ClosedRowSelection(statuses=(2,), before=now - dt.timedelta(days=1),
+                             id_range=(ids[0], ids[7]))
+
+    def checksum(archived: list[int]) -> tuple[int, int, int]:
+        return (len(archived), sum(archived), sum((i % 65521) * (i % 65519) for i in archived))
+
+    # A row the archive lacks (or holds twice) makes the range differ: nothing goes.
+    assert store.purge_selection(run, checksum(ids[:5])) is None
+    assert store.purge_selection(run, checksum(ids[:6] + ids[:1])) is None
+    assert OutboxEvent.objects.count() == 8
+    # The first range checks out: its rows go in one statement, open rows stay.
+    first = replace(run, id_range=(ids[0], ids[2]))
+    assert store.purge_selection(first, checksum(ids[:3])) == 3
+    assert sorted(OutboxEvent.objects.values_list("id", flat=True)) == ids[3:]
+    # A row redriven after the archive read it leaves the selection: the range differs.
+    OutboxEvent.objects.filter(id=ids[4]).update(status=Status.PENDING, processed_at=None)
+    assert store.purge_selection(replace(run, id_range=(ids[3], ids[7])),
+                                 checksum(ids[3:6])) is None
+    assert OutboxEvent.objects.count() == 5

@@ -14,10 +14,13 @@ One run:
    partitioned by topic and day of processed_at to a staging directory.
 5. **Verify** the staging read back (count and id checksum) against the freeze.
 6. **Commit**: move staging into place and write the manifest, last.
-7. **Verify** the committed run as readers see it, then **purge** (with ``purge``)
-   exactly the archived (id, processed_at) pairs still closed: it reads them back one
-   id range at a time (``purge_range_size`` ids) and deletes ``purge_batch_size`` rows a
-   statement.
+7. **Verify** the committed run as readers see it, per id range of ``purge_range_size``
+   ids, then **purge** (with ``purge``) exactly the archived rows still closed, one range
+   at a time: where the outbox's rows of the run's selection in a range have the
+   archive's count and id checksum for it, one DELETE of that selection in that range
+   takes them; elsewhere (rows left the selection after Spark read it, or were deleted)
+   the archived (id, processed_at) pairs of the range are read back and deleted
+   ``purge_batch_size`` rows a statement.
 
 A crash before 6 leaves no commit: the next run removes the leftovers and archives the
 same rows. A crash after 6 leaves a committed run: the next run does not archive its
@@ -28,16 +31,22 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, replace
+from itertools import takewhile
 from typing import Any
 
 from ..conf import get_settings
 from ..contract import MAX_BATCH
 from ..maintenance import PURGE_STATUSES
 from ..models import Status
-from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
+from ..store.closed_rows import (
+    CHECKSUM_MODULI,
+    ClosedRowSelection,
+    SelectionStats,
+    selection_checksum,
+)
 from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore
 from .errors import HistoryError, NotVerified
@@ -53,9 +62,10 @@ Progress = Callable[[str], None]
 
 #: Rows per purge statement: what SQL Server takes under its lock escalation threshold.
 DEFAULT_PURGE_BATCH = SQL_SERVER_DELETE_ROWS
-#: Ids per range the purge reads back from the archive at a time. A range holds at most
-#: as many rows as ids, so by default each range is one statement.
-DEFAULT_PURGE_RANGE = DEFAULT_PURGE_BATCH
+#: Ids per purge range: a range is one DELETE when its rows check out (at most
+#: ``max_purge_range_ids`` on vendors that bound a statement's rows: SQL Server), and the
+#: keys the driver holds at once when they do not.
+DEFAULT_PURGE_RANGE = 100_000
 #: The widest purge range: the driver holds a range's keys (two numbers a row) at once.
 MAX_PURGE_RANGE = 1_000_000
 DEFAULT_FETCH_SIZE = 10_000
@@ -132,8 +142,13 @@ class ArchiveResult:
 
 
 def _checksum(stats: Sequence[SelectionStats]) -> Checksum:
-    return Checksum(sum(s.rows for s in stats), sum(s.id_sum for s in stats),
-                    sum(s.id_mix for s in stats))
+    return Checksum(*selection_checksum(stats))
+
+
+def _total(checksums: Iterable[Checksum]) -> Checksum:
+    parts = list(checksums)
+    return Checksum(sum(c.rows for c in parts), sum(c.id_sum for c in parts),
+                    sum(c.id_mix for c in parts))
 
 
 def _topics(stats: Sequence[SelectionStats]) -> dict[str, int]:
@@ -243,6 +258,8 @@ class Archiver:
         if frozen.rows == 0:
             self.progress("Nothing to archive.")
             return
+        result.seconds["freeze"] = time.monotonic() - started
+        started = time.monotonic()
         low, high = min(s.min_id for s in stats), max(s.max_id for s in stats)
         self.progress(f"Froze {frozen.rows:,} row(s), ids {low}..{high}, processed before "
                       f"{result.cutoff.isoformat(timespec='milliseconds')}.")
@@ -265,7 +282,8 @@ class Archiver:
                     "table": self.store.dialect.table},
         )
         self.files.commit(manifest)
-        committed = self._read_back(read_committed(self.spark, self.files, run_ids=[run_id]))
+        ranges = self._range_checksums(manifest)
+        committed = _total(ranges.values())
         if committed != manifest.checksum:
             self.files.retract(run_id)
             raise NotVerified(
@@ -278,7 +296,7 @@ class Archiver:
 
         if self.request.purge:
             started = time.monotonic()
-            record = self._purge(manifest)
+            record = self._purge(manifest, ranges)
             result.purged += record.deleted
             result.purge_kept += record.kept
             result.seconds["purge"] = time.monotonic() - started
@@ -317,17 +335,37 @@ class Archiver:
              .parquet(self.files.layout.staging_dir(run_id)))
 
     @staticmethod
-    def _read_back(frame: Any) -> Checksum:
+    def _checksum_columns() -> list[Any]:
         from pyspark.sql import functions as F
 
         first, second = CHECKSUM_MODULI
-        row = frame.agg(
+        return [
             F.count(F.lit(1)).alias("rows"),
             F.sum(F.col("id").cast("decimal(38,0)")).alias("id_sum"),
             F.sum(((F.col("id") % first) * (F.col("id") % second)).cast("decimal(38,0)"))
             .alias("id_mix"),
-        ).collect()[0]
+        ]
+
+    @staticmethod
+    def _row_checksum(row: Any) -> Checksum:
         return Checksum(int(row["rows"]), int(row["id_sum"] or 0), int(row["id_mix"] or 0))
+
+    def _read_back(self, frame: Any) -> Checksum:
+        return self._row_checksum(frame.agg(*self._checksum_columns()).collect()[0])
+
+    def _purge_width(self) -> int:
+        bound = self.store.dialect.closed_rows.max_purge_range_ids
+        return min(self.request.purge_range_size, bound or self.request.purge_range_size)
+
+    def _range_checksums(self, manifest: Manifest) -> dict[int, Checksum]:
+        """The committed run as readers read it, per purge range (``id // width``): one
+        pass that both verifies the commit and tells the purge what each range holds."""
+        from pyspark.sql import functions as F
+
+        frame = read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+        rows = (frame.groupBy(F.floor(F.col("id") / self._purge_width()).alias("range"))
+                .agg(*self._checksum_columns()).collect())
+        return {int(row["range"]): self._row_checksum(row) for row in rows}
 
     def _verified_stats(
         self, run_id: str, selection: ClosedRowSelection, frozen: list[SelectionStats],
@@ -350,34 +388,62 @@ class Archiver:
             f"{_checksum(now).describe()} now. Nothing was committed or purged; run again."
         )
 
-    def _purge(self, manifest: Manifest) -> PurgeRecord:
+    def _purge(self, manifest: Manifest,
+               ranges: dict[int, Checksum] | None = None) -> PurgeRecord:
         """Delete the run's archived rows that are still closed with the archived
-        processed_at, ``purge_batch_size`` rows a statement; record that the run is
-        purged."""
-        from pyspark.sql import functions as F
-
-        # The driver takes the archived keys one range of purge_range_size ids at a time:
-        # a few hundred arrays rather than a million rows.
-        ranges = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
-                  .groupBy(F.floor(F.col("id") / self.request.purge_range_size).alias("range"))
-                  .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
-                       .alias("keys")))
-        statuses = tuple(Status(s) for s in manifest.statuses)
-        size = self.request.purge_batch_size
-        total, deleted = manifest.checksum.rows, 0
-        for row in ranges.toLocalIterator():
-            rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
-                    for row_id, at in row["keys"]]
-            for start in range(0, len(rows), size):
-                deleted += self.store.purge_archived(rows[start:start + size],
-                                                     statuses=statuses)
+        processed_at, one id range at a time; record that the run is purged."""
+        ranges = self._range_checksums(manifest) if ranges is None else ranges
+        width = self._purge_width()
+        # The runs committed before this one: what its selection left out when it froze.
+        earlier = list(takewhile(lambda m: m.run_id != manifest.run_id, self.files.manifests()))
+        frozen = ClosedRowSelection(statuses=manifest.statuses, before=manifest.cutoff,
+                                    archived=archived_spans(earlier))
+        total, deleted, differing = manifest.checksum.rows, 0, []
+        for key in sorted(ranges):
+            low = max(key * width, manifest.min_id)
+            high = min((key + 1) * width - 1, manifest.max_id)
+            taken = self.store.purge_selection(replace(frozen, id_range=(low, high)),
+                                               astuple(ranges[key]))
+            if taken is None:
+                differing.append(key)
+            else:
+                deleted += taken
                 self.progress(f"  ... {deleted:,} of {total:,} archived rows purged")
+        if differing:
+            self.progress(f"{len(differing)} id range(s) no longer hold exactly the archived "
+                          "rows; purging their archived rows one by one.")
+            deleted += self._purge_keys(manifest, differing, deleted)
         record = PurgeRecord(manifest.run_id, dt.datetime.now(dt.UTC), deleted, total - deleted)
         self.files.record_purge(record)
         self.progress(f"Purged run {manifest.run_id}: {deleted:,} row(s) deleted"
                       + (f", {record.kept:,} had changed or were gone" if record.kept else "")
                       + ".")
         return record
+
+    def _purge_keys(self, manifest: Manifest, ranges: Sequence[int], done: int) -> int:
+        """Delete the archived (id, processed_at) pairs of ``ranges`` that are still in
+        the run's statuses, ``purge_batch_size`` rows a statement."""
+        from pyspark.sql import functions as F
+
+        width = self._purge_width()
+        # The driver takes the archived keys one range at a time.
+        keys = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+                .withColumn("range", F.floor(F.col("id") / width))
+                .where(F.col("range").isin(list(ranges)))
+                .groupBy("range")
+                .agg(F.collect_list(F.array("id", F.unix_micros("processed_at"))).alias("keys")))
+        statuses = tuple(Status(s) for s in manifest.statuses)
+        size = self.request.purge_batch_size
+        deleted = 0
+        for row in keys.toLocalIterator():
+            rows = [(int(row_id), _EPOCH + dt.timedelta(microseconds=int(at)))
+                    for row_id, at in row["keys"]]
+            for start in range(0, len(rows), size):
+                deleted += self.store.purge_archived(rows[start:start + size],
+                                                     statuses=statuses)
+                self.progress(f"  ... {done + deleted:,} of {manifest.checksum.rows:,} "
+                              "archived rows purged")
+        return deleted
 
 
 def archive(request: ArchiveRequest, progress: Progress | None = None) -> ArchiveResult:

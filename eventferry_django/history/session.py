@@ -26,6 +26,10 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.shuffle.partitions": "16",
+    # The archive writes each task's rows to its topic/day partitions through as many
+    # open files; without concurrent writers Spark first sorts every task's rows by
+    # partition, which costs more than the read. Past this many files a task sorts.
+    "spark.sql.maxConcurrentOutputFileWriters": "256",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }

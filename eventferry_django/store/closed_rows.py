@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..contract import CLOSED
+from ..exceptions import EventferryError
 from .tables import MIGRATED_COLUMNS
 
 
@@ -81,6 +82,16 @@ class SelectionStats:
     max_id: int
     id_sum: int
     id_mix: int
+
+
+#: Rows, sum of ids and sum of mixed ids (:data:`CHECKSUM_MODULI`) of a set of rows.
+IdChecksum = tuple[int, int, int]
+
+
+def selection_checksum(stats: Sequence[SelectionStats]) -> IdChecksum:
+    """The checksum of a whole selection from its per (topic, status) stats."""
+    return (sum(s.rows for s in stats), sum(s.id_sum for s in stats),
+            sum(s.id_mix for s in stats))
 
 
 def codes(statuses: Sequence[int]) -> str:
@@ -200,6 +211,36 @@ class ClosedRowsSql:
         )
 
     # -- purge of archived rows --------------------------------------------------------
+    #: The widest id range :meth:`purge_selection_sql` may delete in one statement, where
+    #: the vendor bounds the rows a statement deletes (None: no bound).
+    max_purge_range_ids: ClassVar[int | None] = None
+
+    def purge_selection_sql(self, selection: ClosedRowSelection) -> str:
+        """The DELETE of every row of ``selection``: a committed run's frozen selection
+        narrowed to one id range, whose rows the archive holds."""
+        return f"DELETE FROM {self.table} WHERE {self.selection_condition(selection)}"
+
+    def purge_selection(
+        self, cursor: Any, selection: ClosedRowSelection, archived: IdChecksum
+    ) -> int | None:
+        """Delete the rows of ``selection`` if they are exactly the ``archived`` ones
+        (same count and id checksum), or nothing; in the caller's transaction. Returns
+        rows deleted, or None when they differ: rows left the selection after the
+        archive read it, or a purge already took some, and only the keyed purge
+        (:meth:`purge_archived`) is exact then.
+
+        Rows only ever leave a frozen selection, so the DELETE takes at most the rows the
+        check counted; more would mean that promise broke, and raises (rolling back)."""
+        if selection_checksum(self.selection_stats(cursor, selection)) != archived:
+            return None
+        # No parameters: the text is complete, and %-signs in it stay as they are.
+        cursor.execute(self.purge_selection_sql(selection))
+        deleted = int(cursor.rowcount)
+        if deleted > archived[0]:
+            raise EventferryError(f"The purge of ids {selection.id_range} deleted {deleted:,} "
+                               f"rows where {archived[0]:,} were archived; rolled back.")
+        return deleted
+
     def archived_key_text(self, value: dt.datetime) -> str:
         """A processed_at as the purge's key list spells it (UTC, milliseconds)."""
         return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]

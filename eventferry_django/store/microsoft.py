@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import Dialect
-from .closed_rows import ClosedRowsSql, codes
+from .closed_rows import ClosedRowSelection, ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
 from .inserts import InsertSql
@@ -99,6 +99,10 @@ def _unicode_literal(value: str) -> str:
 class MicrosoftClosedRows(ClosedRowsSql):
     """The history pipeline's SQL on SQL Server."""
 
+    # An id range holds at most as many rows as ids: one range, one DELETE under the
+    # lock escalation threshold.
+    max_purge_range_ids = SQL_SERVER_DELETE_ROWS
+
     def utc_literal(self, value: dt.datetime) -> str:
         return f"CAST('{self.archived_key_text(value)}' AS DATETIME2(3))"
 
@@ -133,6 +137,12 @@ class MicrosoftClosedRows(ClosedRowsSql):
             f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
             f"WHERE o.{q('status')} IN ({codes(statuses)})"
         )
+
+
+    def purge_selection_sql(self, selection: ClosedRowSelection) -> str:
+        # Row locks, and the committed rows read, as purge_archived_sql says.
+        return (f"DELETE FROM {self.table} WITH (ROWLOCK, READCOMMITTEDLOCK) "
+                f"WHERE {self.selection_condition(selection)}")
 
 
 class MicrosoftSchema(SchemaSql):

@@ -17,7 +17,7 @@ from ..models import Status
 from ..publishers.base import OutboundMessage
 from .base import Dialect
 from .bound import BoundStore
-from .closed_rows import ClosedRowSelection, SelectionStats
+from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
 
 
 @dataclass(frozen=True)
@@ -244,6 +244,17 @@ class OutboxStore(BoundStore):
         status), from one statement: the archive's freeze."""
         return self._run(lambda cursor: self.dialect.closed_rows.selection_stats(cursor, selection),
                          atomic=False)
+
+    def purge_selection(self, selection: ClosedRowSelection, archived: IdChecksum) -> int | None:
+        """Delete a committed archive run's rows in one id range (``selection``: the
+        run's frozen selection, narrowed to the range) in one statement, if the rows
+        there are exactly the ``archived`` ones by count and id checksum; the check and
+        the DELETE are one transaction. Returns rows deleted, or None when nothing was
+        deleted because the rows differ (:meth:`purge_archived` takes such a range)."""
+        if selection.id_range is None:
+            raise EventferryError("purge_selection needs an id range.")
+        return self._run(lambda cursor: self.dialect.closed_rows.purge_selection(
+            cursor, selection, archived))
 
     def purge_archived(
         self, rows: Sequence[tuple[int, dt.datetime]], *, statuses: Sequence[Status]

@@ -3,6 +3,7 @@ share: the Spark arguments, progress output, and exit codes a scheduler can act 
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from django.db import Error
 
 from ...exceptions import EventferryError
 from ...history.errors import EXIT_FAILED, HistoryError
+from ...history.masters import master_problem
 from ._arguments import moment
 
 EXIT_CODES_HELP = (
@@ -21,9 +23,19 @@ EXIT_CODES_HELP = (
 )
 
 
+def spark_master(text: str) -> str:
+    """``--master``: a Spark master URL, or an argument error naming the forms."""
+    problem = master_problem(text.strip())
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
 def add_spark_arguments(parser: CommandParser) -> None:
-    parser.add_argument("--master", help="Spark master URL (default: "
-                        "EVENTFERRY['SPARK']['MASTER'], local[*]).")
+    parser.add_argument("--master", type=spark_master, metavar="URL",
+                        help="Spark master URL: local[N], spark://HOST:PORT, yarn, "
+                        "k8s://https://HOST:PORT (default: EVENTFERRY['SPARK']['MASTER'], "
+                        "local[*]).")
 
 
 def add_window_arguments(parser: CommandParser) -> None:

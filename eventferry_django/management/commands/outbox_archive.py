@@ -49,8 +49,11 @@ class Command(EventferryCommand):
                             "Spark has, more above 500,000 rows each).")
         parser.add_argument("--purge-range-size", type=int_range(1, MAX_PURGE_RANGE),
                             metavar="IDS",
-                            help="The purge reads the archived rows back one range of this "
-                            f"many ids at a time (default: {DEFAULT_PURGE_RANGE}).")
+                            help="The purge goes one range of this many ids at a time: "
+                            "one DELETE where the range's rows match the archive's count "
+                            "and checksum, its archived keys otherwise; SQL Server's are at "
+                            f"most {SQL_SERVER_DELETE_ROWS:,} ids (default: "
+                            f"{DEFAULT_PURGE_RANGE:,}).")
         parser.add_argument("--purge-batch-size", type=int_range(1, MAX_BATCH),
                             metavar="ROWS",
                             help="Rows deleted per purge statement; SQL Server's are at most "
