@@ -3,6 +3,9 @@
 They carry no model state: each migration wraps one in ``SeparateDatabaseAndState`` next
 to a ``CreateModel``, so Django keeps tracking the model and ``makemigrations --check``
 still catches drift between the model and the migrations.
+
+Each runs the frozen DDL of its release (:mod:`.released_ddl`), filled with the table
+names the settings give: nothing here renders DDL from today's code.
 """
 
 from __future__ import annotations
@@ -13,27 +16,22 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .ddl import (
-    TableKind,
-    autovacuum_statements,
-    closed_rows_index_statements,
-    create_statements,
-    drop_statements,
-    open_rows_index_statements,
-)
+from .ddl import TableKind, released
 
 
 class VendorDdl(Operation):
     """Runs hand-written vendor DDL on a database the router lets the model migrate to.
-    Subclasses name the model whose router decision applies and the statements."""
+    Subclasses name the model whose router decision applies and the released migration
+    whose frozen DDL they run (a key of :data:`~.ddl.RELEASES`)."""
 
     reversible = True
     reduces_to_sql = True
     model_name: ClassVar[str]
+    release: ClassVar[str]
 
     def statements(self, vendor: str, *, forwards: bool) -> list[str]:
         """The DDL to run on ``vendor``, forwards or backwards."""
-        raise NotImplementedError
+        return released(self.release, vendor, forwards=forwards)
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """No state: a ``CreateModel`` beside the table's creation carries it, and Django
@@ -82,9 +80,6 @@ class CreateTable(VendorDdl):
 
     table: ClassVar[TableKind]
 
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return (create_statements if forwards else drop_statements)(vendor, self.table)
-
     def describe(self) -> str:
         return f"Create the {self.table} table and its indexes with vendor DDL"
 
@@ -96,11 +91,13 @@ class CreateTable(VendorDdl):
 class CreateOutboxTable(CreateTable):
     table = "outbox"
     model_name = "outboxevent"
+    release = "0001_initial"
 
 
 class CreateInboxTable(CreateTable):
     table = "inbox"
     model_name = "inboxmessage"
+    release = "0004_inbox"
 
 
 class ReplaceAggregateIndex(VendorDdl):
@@ -108,9 +105,7 @@ class ReplaceAggregateIndex(VendorDdl):
     (and back when reversed); each step guarded, so it is idempotent."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return open_rows_index_statements(vendor, forwards=forwards)
+    release = "0005_open_rows_index"
 
     def describe(self) -> str:
         return "Replace the outbox's head-of-aggregate index with the open-rows index"
@@ -125,9 +120,7 @@ class TuneOutboxAutovacuum(VendorDdl):
     gets from its CREATE TABLE (and resets it when reversed); PostgreSQL only."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return autovacuum_statements(vendor, forwards=forwards)
+    release = "0006_outbox_autovacuum"
 
     def describe(self) -> str:
         return "Tune autovacuum for the outbox as a queue table (PostgreSQL)"
@@ -144,9 +137,7 @@ class ReplaceRetentionIndex(VendorDdl):
     MariaDB/MySQL have no filtered indexes: nothing happens there."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return closed_rows_index_statements(vendor, forwards=forwards)
+    release = "0007_closed_rows_index"
 
     def describe(self) -> str:
         return "Replace the outbox's retention index with one over closed rows only"
