@@ -3,6 +3,9 @@
 They carry no model state: each migration wraps one in ``SeparateDatabaseAndState`` next
 to a ``CreateModel``, so Django keeps tracking the model and ``makemigrations --check``
 still catches drift between the model and the migrations.
+
+Each runs the frozen DDL of its release (:mod:`.released_ddl`), filled with the table
+names the settings give: nothing here renders DDL from today's code.
 """
 
 from __future__ import annotations
@@ -13,30 +16,23 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .ddl import (
-    TableKind,
-    autovacuum_statements,
-    closed_rows_index_statements,
-    create_statements,
-    drop_statements,
-    open_rows_index_statements,
-    schema_version_statements,
-    table_ddl,
-)
+from .ddl import TableKind, released, table_ddl
 from .store.tables import SCHEMA_VERSION
 
 
 class VendorDdl(Operation):
     """Runs hand-written vendor DDL on a database the router lets the model migrate to.
-    Subclasses name the model whose router decision applies and the statements."""
+    Subclasses name the model whose router decision applies and the released migration
+    whose frozen DDL they run (a key of :data:`~.ddl.RELEASES`)."""
 
     reversible = True
     reduces_to_sql = True
     model_name: ClassVar[str]
+    release: ClassVar[str]
 
     def statements(self, vendor: str, *, forwards: bool) -> list[str]:
         """The DDL to run on ``vendor``, forwards or backwards."""
-        raise NotImplementedError
+        return released(self.release, vendor, forwards=forwards)
 
     def needed(self, schema_editor: BaseDatabaseSchemaEditor, *, forwards: bool) -> bool:
         """Whether to run the statements at all; always, since they guard themselves,
@@ -92,9 +88,6 @@ class CreateTable(VendorDdl):
 
     table: ClassVar[TableKind]
 
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return (create_statements if forwards else drop_statements)(vendor, self.table)
-
     def describe(self) -> str:
         return f"Create the {self.table} table and its indexes with vendor DDL"
 
@@ -106,11 +99,13 @@ class CreateTable(VendorDdl):
 class CreateOutboxTable(CreateTable):
     table = "outbox"
     model_name = "outboxevent"
+    release = "0001_initial"
 
 
 class CreateInboxTable(CreateTable):
     table = "inbox"
     model_name = "inboxmessage"
+    release = "0004_inbox"
 
 
 class ReplaceAggregateIndex(VendorDdl):
@@ -118,9 +113,7 @@ class ReplaceAggregateIndex(VendorDdl):
     (and back when reversed); each step guarded, so it is idempotent."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return open_rows_index_statements(vendor, forwards=forwards)
+    release = "0005_open_rows_index"
 
     def describe(self) -> str:
         return "Replace the outbox's head-of-aggregate index with the open-rows index"
@@ -135,9 +128,7 @@ class TuneOutboxAutovacuum(VendorDdl):
     gets from its CREATE TABLE (and resets it when reversed); PostgreSQL only."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return autovacuum_statements(vendor, forwards=forwards)
+    release = "0006_outbox_autovacuum"
 
     def describe(self) -> str:
         return "Tune autovacuum for the outbox as a queue table (PostgreSQL)"
@@ -154,9 +145,7 @@ class ReplaceRetentionIndex(VendorDdl):
     MariaDB/MySQL have no filtered indexes: nothing happens there."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return closed_rows_index_statements(vendor, forwards=forwards)
+    release = "0007_closed_rows_index"
 
     def describe(self) -> str:
         return "Replace the outbox's retention index with one over closed rows only"
@@ -173,9 +162,7 @@ class AddSchemaVersionColumn(VendorDdl):
     added beside it by the migration's state operation."""
 
     model_name = "outboxevent"
-
-    def statements(self, vendor: str, *, forwards: bool) -> list[str]:
-        return schema_version_statements(vendor, forwards=forwards)
+    release = "0008_schema_version"
 
     def needed(self, schema_editor: BaseDatabaseSchemaEditor, *, forwards: bool) -> bool:
         connection = schema_editor.connection

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
-from ...ddl import table_ddl
+from ...ddl import TableKind, released, table_ddl
 from ...exceptions import EventferryError
 from ...naming import has_schemas
 from ...store import VENDORS
@@ -73,51 +73,51 @@ class Command(EventferryCommand):
                      else f"EVENTFERRY['SCHEMA'] {schema!r}")
             raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
                                "(the settings check says the same: eventferry.E014).")
+        kind: TableKind = "inbox" if options["inbox"] else "outbox"
+        forwards = not options["reverse"]
         try:
-            dialect, table = table_ddl(
-                vendor, "inbox" if options["inbox"] else "outbox", schema=options["schema"],
-                table=options["table"], native_json=options["native_json"],
-            )
+            dialect, table = table_ddl(vendor, kind, schema=options["schema"],
+                                       table=options["table"], native_json=options["native_json"])
         except EventferryError as exc:
             raise CommandError(str(exc)) from exc
-        if options["open_rows_index"]:
-            if options["inbox"]:
-                raise CommandError("--open-rows-index concerns the outbox; drop --inbox.")
-            statements = dialect.schema.open_rows_index_statements(forwards=not options["reverse"])
-        elif options["closed_rows_index"]:
-            if options["inbox"]:
-                raise CommandError("--closed-rows-index concerns the outbox; drop --inbox.")
-            statements = dialect.schema.closed_rows_index_statements(
-                forwards=not options["reverse"])
-            if not statements:
-                self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
-                                  "retention index stays unfiltered (docs/claim-plans.md).")
-        elif options["schema_version"]:
-            if options["inbox"]:
-                raise CommandError("--schema-version concerns the outbox; drop --inbox.")
-            statements = dialect.schema.schema_version_statements(
-                forwards=not options["reverse"])
-            if not dialect.schema.guards_columns:
-                self.stderr.write(f"{vendor} cannot guard this ALTER TABLE: run it only "
-                                  "where the column is missing (migrate checks first).")
-        elif options["autovacuum"]:
-            if options["inbox"]:
-                raise CommandError("--autovacuum concerns the outbox; drop --inbox.")
-            if vendor != "postgresql":
-                raise CommandError("--autovacuum is PostgreSQL's; migration 0006 does "
-                                   f"nothing on {vendor}.")
-            statements = dialect.schema.autovacuum_statements(forwards=not options["reverse"])
-        elif options["optimize_sequential_key"]:
+        migration = self._index_migration(kind, vendor, options)
+        if migration is None and options["optimize_sequential_key"]:
+            # Not a migration's: for a DBA to run where contention shows.
             if vendor != "microsoft":
                 raise CommandError("--optimize-sequential-key is SQL Server's; "
                                    f"{vendor} has no such option.")
-            statements = dialect.schema.sequential_key_statements(table, on=not options["reverse"])
-        elif options["reverse"]:
-            statements = dialect.schema.drop_statements(table)
+            statements = dialect.schema.sequential_key_statements(table, on=forwards)
         else:
-            statements = dialect.schema.create_statements(table)
+            migration = migration or ("0001_initial" if kind == "outbox" else "0004_inbox")
+            statements = released(migration, vendor, forwards=forwards, schema=options["schema"],
+                                  table=options["table"], native_json=options["native_json"])
+            if options["closed_rows_index"] and not statements:
+                self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
+                                  "retention index stays unfiltered (docs/claim-plans.md).")
+            if options["schema_version"] and not dialect.schema.guards_columns:
+                self.stderr.write(f"{vendor} cannot guard this ALTER TABLE: run it only "
+                                  "where the column is missing (migrate checks first).")
         for statement in statements:
             self.stdout.write(statement if statement.endswith(";") else statement + ";")
+
+    @staticmethod
+    def _index_migration(kind: str, vendor: str, options: dict[str, Any]) -> str | None:
+        """The later migration whose DDL the options ask for, if any (else the table's
+        own: 0001 or 0004)."""
+        swaps = {"open_rows_index": "0005_open_rows_index",
+                 "closed_rows_index": "0007_closed_rows_index",
+                 "autovacuum": "0006_outbox_autovacuum",
+                 "schema_version": "0008_schema_version"}
+        for option, migration in swaps.items():
+            if options[option]:
+                flag = "--" + option.replace("_", "-")
+                if kind == "inbox":
+                    raise CommandError(f"{flag} concerns the outbox; drop --inbox.")
+                if option == "autovacuum" and vendor != "postgresql":
+                    raise CommandError("--autovacuum is PostgreSQL's; migration 0006 does "
+                                       f"nothing on {vendor}.")
+                return migration
+        return None
 
     def _vendor_of(self, alias: str | None) -> str:
         alias = alias or get_settings().database

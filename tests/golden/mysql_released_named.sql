@@ -1,0 +1,102 @@
+-- 0001_initial forwards
+CREATE TABLE IF NOT EXISTS `messaging`.`events` (
+    `id` BIGINT NOT NULL AUTO_INCREMENT,
+    `message_id` VARCHAR(64) NOT NULL,
+    `topic` VARCHAR(255) NOT NULL,
+    `aggregate_type` VARCHAR(255) NOT NULL,
+    `aggregate_id` VARCHAR(255) NOT NULL,
+    `partition_key` VARCHAR(255) NULL,
+    `payload` JSON NOT NULL,
+    `headers` JSON NOT NULL DEFAULT ('{}'),
+    `trace_id` VARCHAR(255) NULL,
+    `status` TINYINT UNSIGNED NOT NULL DEFAULT 0,
+    `attempts` INT NOT NULL DEFAULT 0,
+    `claimed_at` DATETIME(3) NULL,
+    `next_retry_at` DATETIME(3) NULL,
+    `created_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
+    `processed_at` DATETIME(3) NULL,
+    `last_error` VARCHAR(4000) NULL,
+    CONSTRAINT `PK_events` PRIMARY KEY (`id`),
+    CONSTRAINT `UQ_events_message_id` UNIQUE (`message_id`),
+    CONSTRAINT `CK_events_payload_json` CHECK (JSON_VALID(`payload`)),
+    CONSTRAINT `CK_events_headers_json` CHECK (JSON_VALID(`headers`)),
+    CONSTRAINT `CK_events_status` CHECK (`status` IN (0, 1, 2, 3, 4)),
+    CONSTRAINT `CK_events_claimed_at` CHECK (`status` <> 1 OR `claimed_at` IS NOT NULL)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_agg_open` ON `messaging`.`events` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_open');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_claim_ready` ON `messaging`.`events` (`status`, `next_retry_at`, `id`, `aggregate_id`, `claimed_at`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_claim_ready');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_done_processed_at` ON `messaging`.`events` (`status`, `processed_at`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_done_processed_at');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0001_initial backwards
+DROP TABLE IF EXISTS `messaging`.`events`;
+
+-- 0004_inbox forwards
+CREATE TABLE IF NOT EXISTS `messaging`.`handled` (
+    `id` BIGINT NOT NULL AUTO_INCREMENT,
+    `consumer` VARCHAR(255) NOT NULL,
+    `message_id` VARCHAR(64) NOT NULL,
+    `handled_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
+    CONSTRAINT `PK_handled` PRIMARY KEY (`id`),
+    CONSTRAINT `UQ_handled_consumer_message_id` UNIQUE (`consumer`, `message_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_handled_handled_at` ON `messaging`.`handled` (`handled_at`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'handled' AND index_name = 'IX_handled_handled_at');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0004_inbox backwards
+DROP TABLE IF EXISTS `messaging`.`handled`;
+
+-- 0005_open_rows_index forwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_agg_open` ON `messaging`.`events` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_open');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_agg_id_id` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_id_id');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0005_open_rows_index backwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_agg_id_id` ON `messaging`.`events` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_id_id');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_agg_open` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_open');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0006_outbox_autovacuum forwards
+
+
+-- 0006_outbox_autovacuum backwards
+
+
+-- 0007_closed_rows_index forwards
+
+
+-- 0007_closed_rows_index backwards
+
+
+-- 0008_schema_version forwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE `messaging`.`events` ADD COLUMN `schema_version` VARCHAR(255) NULL', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'schema_version');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0008_schema_version backwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'ALTER TABLE `messaging`.`events` DROP COLUMN `schema_version`', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'schema_version');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
