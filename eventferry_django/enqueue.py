@@ -109,7 +109,7 @@ def publish_events(
     dialect = _dialect(connection.vendor, settings.table_name, settings.native_json)
     if dialect.json_documents_only:
         _refuse_scalar_payloads(rows, prefixes)
-    scheduled = any(deliveries)
+    scheduled = any(when is not None for when in deliveries)
     if scheduled:
         rows = [(*row, *_delivery_params(connection, dialect, when))
                 for row, when in zip(rows, deliveries, strict=True)]
