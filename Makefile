@@ -60,7 +60,7 @@ test-mssql: $(INSTALLED) services
 # where the driver matters (binding, datetimes, error classes) again on mssql-python;
 # `make test-mssql` runs everything. Why this part: docs/sqlserver.md, the T-SQL endpoint.
 TDS_TESTS ?= $(shell cat tests/tds_ci.txt)
-TDS_DRIVER_TESTS ?= tests/test_store.py tests/test_publish.py tests/test_flush.py tests/test_utc_cutoffs.py tests/test_transient_errors.py
+TDS_DRIVER_TESTS ?= tests/test_store.py tests/test_publish.py tests/test_scheduled.py tests/test_flush.py tests/test_utc_cutoffs.py tests/test_transient_errors.py
 test-tds: $(INSTALLED) services
 	$(BIN)/python -m pip install --quiet -e '.[mssql]'
 	@url=$$(scripts/ensure-tds-endpoint.sh); rc=$$?; \

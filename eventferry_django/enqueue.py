@@ -115,7 +115,7 @@ def publish_events(
     if dialect.features.json_documents_only:
         _refuse_scalar_payloads(rows, prefixes)
     delivery_values = ([_delivery_params(connection, dialect, when) for when in deliveries]
-                       if any(deliveries) else None)
+                       if any(when is not None for when in deliveries) else None)
     chosen = {row[0]: prefix for row, prefix, event in zip(rows, prefixes, new_events, strict=True)
               if event.message_id is not None}
     if chosen:

@@ -69,6 +69,20 @@ def test_tsql_scheduled_insert_parses_with_parameters() -> None:
     assert all(len(list(row.find_all(exp.Placeholder))) == per_row for row in rows)
 
 
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_claimable_probes_match_golden(vendor: str) -> None:
+    probes = dialect_for(vendor, TableName("outbox")).claimable.probes()
+    assert_golden(f"{vendor}_claimable_probes.sql",
+                  "".join(f"-- {kind}\n{sql};\n" for kind, (sql, _) in probes.items()))
+
+
+def test_tsql_claimable_probes_parse_and_read_one_row_each() -> None:
+    for kind, (sql, _) in MicrosoftDialect(TableName("outbox")).claimable.probes().items():
+        select = _parse_one(sql.replace("%s", "?"))
+        assert isinstance(select, exp.Select), kind
+        assert sql.startswith("SELECT TOP (1) "), kind
+
+
 def test_tsql_is_one_batch_without_go() -> None:
     statements = MicrosoftDialect(TableName("outbox")).schema.create_statements()
     assert len(statements) == 1
