@@ -74,8 +74,12 @@ from benchmarks.relay_drain import (  # noqa: E402
 from eventferry_django import publish_event  # noqa: E402
 from eventferry_django.models import OutboxEvent  # noqa: E402
 
-#: The relays each drain runs, by name: ``outbox_relay`` options.
-RELAYS = {"defaults": [], "BATCH_SIZE 500": ["--batch-size", "500"]}
+#: The relays each drain runs, by name: ``outbox_relay`` options and environment.
+RELAYS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "defaults (BATCH_SIZE 500, MAX_CHAIN 500)": ([], {}),
+    "BATCH_SIZE 100, MAX_CHAIN 100 (the defaults before)": (
+        ["--batch-size", "100"], {"EVENTFERRY_BENCH_MAX_CHAIN": "100"}),
+}
 
 
 def synchronous_commit() -> str:
@@ -169,10 +173,11 @@ def drain_round(events: int, aggregates: int) -> Round:
         reset_queue()
         drained[drainer] = checked(events, drainer, aggregates,
                                    raw_drain(events, on or table()))
-    for drainer, options in RELAYS.items():
+    for drainer, (options, env) in RELAYS.items():
         seed(events, aggregates)
         reset_queue()
-        drained[drainer] = checked(events, drainer, aggregates, relay_drain(events, options))
+        drained[drainer] = checked(events, drainer, aggregates,
+                                   relay_drain(events, options, env))
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE {BARE_TABLE}")
     return drained
@@ -228,18 +233,23 @@ def poison_table(args: argparse.Namespace) -> list[str]:
             print(f"  poison {poisoned}: {runs[poisoned][-1]}", file=sys.stderr, flush=True)
     rate = {p: median([r.healthy.steady_rate for r in runs[p]]) for p in runs}
     p99 = {p: median([r.p99 for r in runs[p]]) for p in runs}
-    ordered = all(r.ordered for r in runs[True])
+    settled = all(r.settled for r in runs[True])
+    overtook = "/".join(str(r.overtook) for r in runs[True])
+    behind = args.events // args.aggregates - 1
     return [
         f"Poison isolation: {args.events:,} events over {args.aggregates} aggregates, "
         "defaults; one aggregate's head refused until dead (MAX_ATTEMPTS 5, BACKOFF BASE "
-        f"0.25 s) against the same drain without poison; medians of {args.repeat} rounds:",
+        f"0.25 s) against the same drain without poison; medians of {args.repeat} "
+        "interleaved rounds:",
         "", "| figure | without poison | with poison | ratio | target |", "|---|---|---|---|---|",
         f"| healthy aggregates, steady events/s | {rate[False]:,.0f} | {rate[True]:,.0f} | "
         f"{rate[True] / rate[False]:.0%} | >= 90% |",
-        f"| healthy aggregates, p99 seconds to done | {p99[False]:.2f} | {p99[True]:.2f} | "
-        f"{p99[True] / p99[False]:.0%} | <= 110% |",
-        f"| poisoned aggregate: head dead, later events done after it | | "
-        f"{'yes' if ordered else 'NO'} | | yes |",
+        f"| healthy aggregates, p99 seconds from first progress to done | {p99[False]:.2f} | "
+        f"{p99[True]:.2f} | {p99[True] / p99[False]:.0%} | <= 110% |",
+        f"| poisoned aggregate: head dead, its {behind} later events done | | "
+        f"{'yes' if settled else 'NO'} | | yes |",
+        f"| later events done before the head was dead (each round) | | {overtook} | | "
+        "the first chain only |",
     ]
 
 

@@ -43,6 +43,8 @@ EVENTFERRY = {
         "OPTIONS": {"url": AMQP_URL, "exchange": EXCHANGE},
     },
 }
+if os.environ.get("EVENTFERRY_BENCH_MAX_CHAIN"):
+    EVENTFERRY["MAX_CHAIN"] = int(os.environ["EVENTFERRY_BENCH_MAX_CHAIN"])
 if os.environ.get("EVENTFERRY_BENCH_REFUSE"):
     # The poison benchmark (benchmarks/refusing.py): retries come quickly, so the refused
     # message is dead within the drain.
