@@ -34,8 +34,8 @@ if VENDOR == "mariadb":
         "OPTIONS": {"charset": "utf8mb4"},
     }}
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
-EXCHANGE = "eventferry_bench"
-QUEUE = "eventferry_bench"
+# Its own name lets a MariaDB run share the broker with a PostgreSQL run.
+EXCHANGE = QUEUE = os.environ.get("EVENTFERRY_BENCH_QUEUE", "eventferry_bench")
 # The relay's defaults (BATCH_SIZE and the rest); benchmarks pass --batch-size to differ.
 EVENTFERRY = {
     "PUBLISHER": {
