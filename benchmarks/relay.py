@@ -348,7 +348,7 @@ def main() -> None:
     call_command("migrate", verbosity=0, run_syncdb=True)
     PlainEvent.objects.all().delete()
     sync = synchronous_commit()
-    server = (f"MariaDB {connection.mysql_version}" if VENDOR == "mariadb"
+    server = (f"MariaDB {'.'.join(map(str, connection.mysql_version))}" if VENDOR == "mariadb"
               else f"PostgreSQL {connection.pg_version}")
     print(f"{server}, RabbitMQ at {settings.AMQP_URL}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the start\n")
