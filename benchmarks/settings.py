@@ -34,14 +34,21 @@ if VENDOR == "mariadb":
         "OPTIONS": {"charset": "utf8mb4"},
     }}
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
-EXCHANGE = "eventferry_bench"
-QUEUE = "eventferry_bench"
+# Its own name lets a MariaDB run share the broker with a PostgreSQL run.
+EXCHANGE = QUEUE = os.environ.get("EVENTFERRY_BENCH_QUEUE", "eventferry_bench")
+# The relay's defaults (BATCH_SIZE and the rest); benchmarks pass --batch-size to differ.
 EVENTFERRY = {
-    "BATCH_SIZE": 500,
     "PUBLISHER": {
         "BACKEND": "eventferry_django.publishers.kombu.KombuPublisher",
         "OPTIONS": {"url": AMQP_URL, "exchange": EXCHANGE},
     },
 }
+if os.environ.get("EVENTFERRY_BENCH_MAX_CHAIN"):
+    EVENTFERRY["MAX_CHAIN"] = int(os.environ["EVENTFERRY_BENCH_MAX_CHAIN"])
+if os.environ.get("EVENTFERRY_BENCH_REFUSE"):
+    # The poison benchmark (benchmarks/refusing.py): retries come quickly, so the refused
+    # message is dead within the drain.
+    EVENTFERRY["PUBLISHER"]["BACKEND"] = "benchmarks.refusing.RefusingPublisher"
+    EVENTFERRY["BACKOFF"] = {"BASE": 0.25, "MAX": 2.0, "JITTER": 0.2}
 LOGGING = {"version": 1, "disable_existing_loggers": False,
            "root": {"level": "WARNING", "handlers": []}}

@@ -102,8 +102,10 @@ SETTINGS: tuple[Setting, ...] = (
         "eventferry.E004",
     ),
     Setting(
-        "BATCH_SIZE", f"int, 1..{MAX_BATCH:,}", 100,
-        "Rows per claim; `outbox_relay --batch-size` overrides it.",
+        "BATCH_SIZE", f"int, 1..{MAX_BATCH:,}", 500,
+        "Rows per claim; `outbox_relay --batch-size` overrides it. 500 pays a pass's "
+        "database round trips and broker confirm wait over enough events to keep up with "
+        "a hand-written drain (see [Sizing](relay.md#sizing)).",
         "eventferry.E005",
     ),
     Setting(
@@ -113,9 +115,9 @@ SETTINGS: tuple[Setting, ...] = (
         "eventferry.E015",
     ),
     Setting(
-        "MAX_CHAIN", f"int, 1..{MAX_CHAIN:,}", 100,
+        "MAX_CHAIN", f"int, 1..{MAX_CHAIN:,}", 500,
         "Rows of one aggregate a claim may hand out at once, in id order (1: the head only, "
-        "one event per aggregate in flight). 100 is the default batch, so a hot aggregate "
+        "one event per aggregate in flight). 500 is the default batch, so a hot aggregate "
         "fills a batch by itself; longer chains pay only with larger batches and widen "
         "what a crash republishes (see [Chains](relay.md#chains)).",
         "eventferry.E016",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.test import override_settings
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
@@ -25,6 +26,7 @@ from eventferry_django.publishers.base import (
     PublishResult,
 )
 from eventferry_django.relay import Relay, RelayConfig
+from eventferry_django.relay.planner import refused_heads_alone
 from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore
 from eventferry_django.store.sql import bind, chain_share, chain_share_sql
 
@@ -191,6 +193,44 @@ def test_a_refused_row_mid_chain_is_one_order_break_and_the_rest_is_done(
         (Status.DONE, 0)]
     assert (f"order break in aggregate agg/a: outbox row(s) [{rows[ids[2]]}] refused, later "
             f"row(s) [{rows[ids[3]]}, {rows[ids[4]]}]") in caplog.text
+
+
+def test_only_a_head_refused_more_often_than_its_chain_goes_out_alone() -> None:
+    publish("a", "a", "a", "b", "b")
+    store = OutboxStore(max_chain=10)
+    first = store.claim(100, lease_timeout=60)
+    # Every lease expired (a dead relay): the chains come back whole, one attempt each.
+    OutboxEvent.objects.update(claimed_at=timezone.now() - dt.timedelta(minutes=5))
+    again = store.claim(100, lease_timeout=60)
+    assert refused_heads_alone(again) == (again, [])
+    # The broker refused a's head: its retry goes out alone, the rows behind it wait.
+    a_head, *a_rest = [e for e in again if e.message.aggregate_id == "a"]
+    store.settle([*a_rest, *[e for e in again if e.message.aggregate_id == "b"]],
+                 [Failure(a_head, "nack", delay=0.001)])
+    publish("a", "a")
+    OutboxEvent.objects.filter(status=Status.FAILED).update(
+        next_retry_at=timezone.now() - dt.timedelta(seconds=1))
+    retry = store.claim(100, lease_timeout=60)
+    assert [e.id for e in retry] == [first[0].id, *(e.id for e in retry[1:])] and len(retry) == 3
+    assert refused_heads_alone(retry) == ([retry[0]], retry[1:])
+
+
+def test_rows_behind_a_refused_head_wait_until_it_is_dead_then_flow() -> None:
+    publish("a")
+    refusing = RecordingPublisher(refuse={0})
+    chained_relay(refusing, once=True).run()  # the head alone, refused
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"n": n}, "agg", "a") for n in (1, 2, 3)])
+    before = order_breaks("t")
+    with override_settings(EVENTFERRY={"BACKOFF": {"BASE": 0.01, "MAX": 0.02, "JITTER": 0.0}}):
+        # Four more refusals bury the head (MAX_ATTEMPTS 5); then the three behind it.
+        stats = chained_relay(refusing, until_empty=False, max_events=7).run()
+    sent = [[json.loads(m.payload)["n"] for m in call] for call in refusing.calls]
+    assert sent == [[0]] * 5 + [[1, 2, 3]]
+    assert (stats.published, stats.retried, stats.dead) == (3, 3, 1)
+    assert order_breaks("t") == before
+    assert list(OutboxEvent.objects.order_by("id").values_list("status", "attempts")) == [
+        (Status.DEAD, 5), (Status.DONE, 0), (Status.DONE, 0), (Status.DONE, 0)]
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'")

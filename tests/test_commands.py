@@ -79,7 +79,7 @@ def test_relay_bad_flags_are_command_errors(args: list[str], message: str) -> No
 
 def test_help_shows_defaults() -> None:
     relay_help = help_text("outbox_relay")
-    assert "EVENTFERRY['BATCH_SIZE'], 100 unless set" in relay_help
+    assert "EVENTFERRY['BATCH_SIZE'], 500 unless set" in relay_help
     assert "EVENTFERRY['BATCHES_IN_FLIGHT'], 2 unless set" in relay_help
     assert "(default: 1.0)" in relay_help
     purge_help = help_text("outbox_purge")

@@ -28,7 +28,7 @@ def test_defaults_are_valid_and_documented() -> None:
     with override_settings(EVENTFERRY={}):
         settings = get_settings()
     assert (settings.table, settings.schema, settings.database) == ("outbox", None, "default")
-    assert (settings.claim_timeout, settings.batch_size, settings.max_attempts) == (60, 100, 5)
+    assert (settings.claim_timeout, settings.batch_size, settings.max_attempts) == (60, 500, 5)
     assert settings.native_json is False
     assert settings.max_payload_bytes == DEFAULTS["MAX_PAYLOAD_BYTES"] == 1024 * 1024
     assert settings.publisher.backend == "eventferry_django.publishers.logging.LoggingPublisher"

@@ -28,7 +28,7 @@ from ..store.statistics import StatisticsKeeper
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
 from .leases import LeaseKeeper
-from .planner import ClaimPlanner, aggregates
+from .planner import ClaimPlanner, aggregates, refused_heads_alone
 from .reporting import PassResult, RelayReporter, RelayStats, logger
 from .sender import Sender
 from .settlement import Settler
@@ -147,8 +147,7 @@ class Relay:
             events = [] if found_nothing else self._claim()
             if not events:
                 return PassResult()
-            self.in_flight.launch(self.planner.split(events),
-                                  claimed_in=time.perf_counter() - started)
+            self._launch(events, split=True, claimed_in=time.perf_counter() - started)
         try:
             batch, results = self.in_flight.take_oldest()
         except BrokerUnavailable:
@@ -181,10 +180,19 @@ class Relay:
         if request is not None:
             self.planner.found(request, aggregates(claimed), wakeups=self.waker.wakeups)
             if claimed:
-                self.in_flight.launch([claimed], claimed_in=settled_in)
+                self._launch(claimed, split=False, claimed_in=settled_in)
             self._found_nothing = not claimed
             self.statistics.maybe_refresh(len(claimed), settled_in)
         return result
+
+    def _launch(self, events: list[ClaimedEvent], *, split: bool, claimed_in: float) -> None:
+        """Send a claim (cut across the batches in flight when ``split``), less the rows
+        behind a refused head, which go straight back."""
+        events, held_back = refused_heads_alone(events)
+        self.in_flight.launch(self.planner.split(events) if split else [events],
+                              claimed_in=claimed_in)
+        if held_back:
+            self.settler.hold_back(held_back)
 
     def _drain(self) -> None:
         """Settle every batch in flight without claiming more; hand back those whose

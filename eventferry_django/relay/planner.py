@@ -40,6 +40,27 @@ def chains(events: Sequence[ClaimedEvent]) -> dict[str, list[ClaimedEvent]]:
     return by_aggregate
 
 
+def refused_heads_alone(events: Sequence[ClaimedEvent]
+                        ) -> tuple[list[ClaimedEvent], list[ClaimedEvent]]:
+    """A claim cut into the rows to publish and the rows to hand straight back.
+
+    A chain whose head has been tried more often than the row behind it (the broker
+    refused the head) goes out as its head alone: sent with the head, the rows behind it
+    would reach consumers first if the broker refused the head again. They go back
+    unspent and wait behind it until it is delivered or dead. A chain taken back whole
+    from a dead relay has one attempt more on every row, so it still goes out whole.
+    """
+    publish: list[ClaimedEvent] = []
+    held_back: list[ClaimedEvent] = []
+    for chain in chains(events).values():
+        if len(chain) > 1 and chain[0].message.attempts > chain[1].message.attempts:
+            publish.append(chain[0])
+            held_back.extend(chain[1:])
+        else:
+            publish.extend(chain)
+    return sorted(publish, key=lambda event: event.id), held_back
+
+
 def aggregates(events: Sequence[ClaimedEvent]) -> int:
     """How many aggregates (heads) a claim found."""
     return len({event.message.aggregate_id for event in events})

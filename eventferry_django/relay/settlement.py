@@ -109,6 +109,14 @@ class Settler:
         if counted:
             self.stats.released += len(batch.publishing)
 
+    def hold_back(self, events: Sequence[ClaimedEvent]) -> None:
+        """Return claimed rows that were never sent, unspent (see
+        :func:`~.planner.refused_heads_alone`). Kept first among the recent settlements,
+        so if the database fails now they are returned again after the outage rather
+        than left to their lease (which would cost them an attempt)."""
+        self.recent.record(Settlement(released=events))
+        self.store.release(events)
+
     def outage(self) -> None:
         """The database failed: what it may have lost is settled again next pass."""
         self.recent.outage()

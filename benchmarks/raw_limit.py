@@ -1,0 +1,124 @@
+"""The raw limit: how fast one warm process can drain the outbox table with no guarantees.
+
+Issue 18's ceiling for the relay, run on the very rows the relay drains (the outbox
+table, seeded the same way), so both pay the same table and indexes::
+
+    BEGIN;
+    SELECT id, payload FROM <outbox> WHERE status = <pending>
+        ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED;
+    -- publish the 500 payloads persistent, wait for the broker's confirms once
+    UPDATE <outbox> SET status = <done>, processed_at = <now> WHERE id = ANY(...);
+    COMMIT;
+
+until the SELECT comes back empty. It keeps no order and handles no failure. PostgreSQL
+runs it through psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMySQL (the
+benchmarks' driver) under the server's own flush setting; pika publishes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+
+from eventferry_django.models import Status
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class DrainTime:
+    """One drain: its events, seconds end to end, and seconds after its first progress
+    (the first batch done) for the events after that batch."""
+
+    events: int
+    seconds: float
+    steady_events: int
+    steady_seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def steady_rate(self) -> float:
+        return self.steady_events / self.steady_seconds
+
+
+class BatchConfirmer:
+    """pika with confirms awaited once per batch (its blocking API waits per message)."""
+
+    def __init__(self, amqp_url: str, exchange: str) -> None:
+        # kombu writes the default vhost as "//"; pika wants it percent-encoded.
+        url = amqp_url[:-2] + "/%2F" if amqp_url.endswith("//") else amqp_url
+        self.exchange = exchange
+        self.connection = pika.BlockingConnection(pika.URLParameters(url))
+        self.channel = self.connection.channel()
+        self.channel.exchange_declare(exchange, "topic", durable=True)
+        self.impl = self.channel._impl
+        self.confirmed = 0
+        self.sent = 0
+        self.impl.confirm_delivery(self._on_confirm)
+        self.connection.process_data_events(time_limit=0.5)
+
+    def _on_confirm(self, frame: Any) -> None:
+        method = frame.method
+        assert type(method).__name__ == "Ack", f"broker refused: {method}"
+        self.confirmed = method.delivery_tag if method.multiple else max(
+            self.confirmed, method.delivery_tag)
+
+    def publish(self, bodies: list[bytes]) -> None:
+        properties = pika.BasicProperties(delivery_mode=2, content_type="application/json")
+        for body in bodies:
+            self.impl.basic_publish(self.exchange, "orders.created", body, properties)
+            self.sent += 1
+        while self.confirmed < self.sent:
+            self.connection.process_data_events(time_limit=0.01)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def drain(connection: Any, table: str, vendor: str, confirmer: BatchConfirmer) -> DrainTime:
+    """Drain ``table`` through ``connection`` (psycopg 3 in autocommit, or PyMySQL) with
+    the loop above."""
+    postgresql = vendor == "postgresql"
+    if postgresql:
+        connection.execute("SET synchronous_commit = off")
+    else:
+        connection.autocommit(False)
+    payload = "payload::text" if postgresql else "payload"
+    select = (f"SELECT id, {payload} FROM {table} WHERE status = {Status.PENDING} "
+              f"ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
+    now = "statement_timestamp()" if postgresql else "UTC_TIMESTAMP(3)"
+    update = f"UPDATE {table} SET status = {Status.DONE}, processed_at = {now} WHERE "
+    drained, first_done = 0, None
+    started = time.perf_counter()
+    while True:
+        cursor = connection.cursor()
+        if postgresql:
+            cursor.execute("BEGIN")
+        cursor.execute(select)
+        rows = cursor.fetchall()
+        if rows:
+            confirmer.publish([str(body).encode() for _, body in rows])
+            ids = [row[0] for row in rows]
+            if postgresql:
+                cursor.execute(update + "id = ANY(%s)", [ids])
+            else:
+                cursor.execute(update + f"id IN ({', '.join(['%s'] * len(ids))})", ids)
+        if postgresql:
+            cursor.execute("COMMIT")
+        else:
+            connection.commit()
+        if not rows:
+            break
+        drained += len(rows)
+        if first_done is None:
+            first_done = (time.perf_counter(), drained)
+    finished = time.perf_counter()
+    assert first_done is not None, "nothing to drain"
+    return DrainTime(drained, finished - started, drained - first_done[1],
+                     finished - first_done[0])
