@@ -15,7 +15,7 @@ from .store import Dialect, dialect_for
 from .store.tables import Table
 
 #: eventferry's tables, as the migrations and ``outbox_sql`` name them.
-TableKind = Literal["outbox", "inbox"]
+TableKind = Literal["outbox", "inbox", "relays"]
 
 
 def table_ddl(
@@ -37,6 +37,8 @@ def table_ddl(
     )
     if kind == "outbox":
         return dialect, dialect.schema.outbox
+    if kind == "relays":
+        return dialect, dialect.schema.registry
     inbox = table if table is not None else settings.inbox_table
     return dialect, dialect.schema.inbox(TableName(inbox, schema, role="Inbox"))
 
