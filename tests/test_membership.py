@@ -1,0 +1,64 @@
+"""The relay registry and each relay's part of the aggregates, on a real database."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from eventferry_django.relay.membership import Membership, partition_of
+from eventferry_django.relay.planner import ClaimPlanner
+from eventferry_django.store.registry import RelayRegistry
+from eventferry_django.store.sql import Partition
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def member(name: str, claim_timeout: float = 60.0) -> Membership:
+    return Membership(RelayRegistry(), name, claim_timeout)
+
+
+def test_relays_that_check_in_split_the_aggregates_into_distinct_parts() -> None:
+    relays = [member(f"r{n}") for n in range(3)]
+    for relay in relays + relays:  # the first round learns of those before it only
+        relay.check_in()
+    assert sorted(r.partition for r in relays) == [Partition(3, 0), Partition(3, 1),
+                                                   Partition(3, 2)]
+    relays[1].stop()
+    for relay in (relays[0], relays[2]):
+        relay.check_in()
+    assert sorted(r.partition for r in (relays[0], relays[2])) == [Partition(2, 0),
+                                                                  Partition(2, 1)]
+    relays[2].stop()
+    relays[0].check_in()
+    assert (relays[0].relays, relays[0].partition) == (1, None)  # alone: claims as ever
+    relays[0].stop()
+
+
+def test_a_relay_that_stops_checking_in_is_dropped_after_half_the_claim_timeout() -> None:
+    # The same relay id twice still counts as two relays: the instance names them.
+    silent, alive = member("same", claim_timeout=2.0), member("same", claim_timeout=2.0)
+    silent.check_in()
+    alive.check_in()
+    assert alive.relays == 2
+    time.sleep(1.2)  # past half of CLAIM_TIMEOUT
+    alive.check_in()
+    assert (alive.relays, alive.partition) == (1, None)
+    alive.stop()
+    silent.stop()
+
+
+def test_partition_of_an_instance_missing_from_the_registry_is_none() -> None:
+    assert partition_of(["a", "b"], "c") is None
+    assert partition_of(["a", "b"], "b") == Partition(2, 1)
+
+
+def test_a_new_part_makes_the_planner_ask_for_the_full_batch_again() -> None:
+    planner = ClaimPlanner(batch_size=100, max_chain=100, lease_timeout=60)
+    request = planner.next_claim()
+    assert request is not None
+    planner.found(request, 40)
+    planner.found(request, 40)
+    assert planner.limit == 40
+    request = planner.next_claim(partition=Partition(2, 0))
+    assert request is not None and request.heads == 100 and request.partition == (2, 0)
