@@ -27,10 +27,12 @@ def table_ddl(
     native_json: bool | None = None,
 ) -> tuple[Dialect, Table]:
     """The dialect for ``vendor`` and the ``kind`` table it renders; ``table`` names that
-    table, and arguments left as None come from ``EVENTFERRY``."""
+    table (for the relay registry: its outbox), and arguments left as None come from
+    ``EVENTFERRY``."""
     settings = get_settings()
     schema = schema if schema is not None else settings.schema
-    outbox = table if table is not None and kind == "outbox" else settings.table
+    # The registry's name follows its outbox's, which ``table`` then names.
+    outbox = table if table is not None and kind != "inbox" else settings.table
     dialect = dialect_for(
         vendor, TableName(outbox, schema),
         native_json=settings.native_json if native_json is None else native_json,

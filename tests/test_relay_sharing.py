@@ -85,10 +85,10 @@ class Fleet:
         for name, process in self.processes.items():
             try:
                 process.wait(30)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as exc:
                 process.kill()
-                raise AssertionError(f"{name} did not stop: "
-                                     f"{(self.root / f'{name}.log').read_text()[-2000:]}")
+                log = (self.root / f"{name}.log").read_text()[-2000:]
+                raise AssertionError(f"{name} did not stop: {log}") from exc
 
 
 @pytest.fixture

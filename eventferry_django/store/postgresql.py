@@ -14,7 +14,18 @@ from ..naming import TableName
 from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .schema import SchemaSql
-from .sql import HEADS, LIMIT, Fragment, Partition, bind, chain_share_sql, compose, param
+from .sql import (
+    HEADS,
+    LIMIT,
+    PART,
+    PARTS,
+    Fragment,
+    Partition,
+    bind,
+    chain_share_sql,
+    compose,
+    param,
+)
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
 try:
@@ -259,6 +270,16 @@ class PostgresqlDialect(Dialect):
         # hashtext: the server's own string hash, the same in every session; widened
         # before abs(), which would overflow on the smallest integer.
         return f"abs(hashtext({alias}.{self.quote('aggregate_id')})::bigint)"
+
+    def partition_sql(self, alias: str = "c") -> Fragment:
+        """As a CASE, not a bare comparison, for the planner's sake: it guesses an
+        equality on an expression it has no statistics for at 0.5%, and with the head
+        probe's own 0.5% it expected no row to pass, so it read and probed every fresh
+        row and sorted them instead of walking the claim index and stopping at the limit
+        (measured in the relay's generic plan, 10,000 pending rows over 100 aggregates:
+        66 ms against 0.4 ms). A boolean CASE it guesses at one half."""
+        return compose(f"CASE WHEN MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}} "
+                       "THEN TRUE ELSE FALSE END", param(PARTS), param(PART))
 
     def claim_sql(self, partitioned: bool = False) -> Fragment:
         """The claim as one statement, so one short transaction even in autocommit. The

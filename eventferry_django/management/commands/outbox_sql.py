@@ -37,6 +37,9 @@ class Command(EventferryCommand):
                             "with --inbox EVENTFERRY['INBOX_TABLE']).")
         parser.add_argument("--inbox", action="store_true",
                             help="Print the inbox table's DDL (migration 0004) instead.")
+        parser.add_argument("--relay-registry", action="store_true",
+                            help="Print the relay registry's DDL (migration 0008; --table "
+                            "names its outbox) instead.")
         parser.add_argument(
             "--native-json", action="store_true", default=None,
             help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
@@ -70,9 +73,16 @@ class Command(EventferryCommand):
                      else f"EVENTFERRY['SCHEMA'] {schema!r}")
             raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
                                "(the settings check says the same: eventferry.E014).")
+        kind = "inbox" if options["inbox"] else "relays" if options["relay_registry"] else "outbox"
+        if options["inbox"] and options["relay_registry"]:
+            raise CommandError("--inbox and --relay-registry print different tables; pick one.")
+        if options["relay_registry"] and any(options[flag] for flag in (
+                "open_rows_index", "closed_rows_index", "autovacuum", "optimize_sequential_key")):
+            raise CommandError("--relay-registry prints the registry's table; the index and "
+                               "tuning options concern the outbox.")
         try:
             dialect, table = table_ddl(
-                vendor, "inbox" if options["inbox"] else "outbox", schema=options["schema"],
+                vendor, kind, schema=options["schema"],
                 table=options["table"], native_json=options["native_json"],
             )
         except EventferryError as exc:
