@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.db import connection, transaction  # noqa: F401 (connection: skipif)
 
+from eventferry_django import NewEvent, publish_events
 from eventferry_django.relay.membership import Membership, partition_of
 from eventferry_django.relay.planner import ClaimPlanner
+from eventferry_django.store.outbox import ClaimRequest, OutboxStore
 from eventferry_django.store.registry import RelayRegistry
 from eventferry_django.store.sql import Partition
 
@@ -37,11 +40,11 @@ def test_relays_that_check_in_split_the_aggregates_into_distinct_parts() -> None
 
 def test_a_relay_that_stops_checking_in_is_dropped_after_half_the_claim_timeout() -> None:
     # The same relay id twice still counts as two relays: the instance names them.
-    silent, alive = member("same", claim_timeout=2.0), member("same", claim_timeout=2.0)
+    silent, alive = member("same", claim_timeout=6.0), member("same", claim_timeout=6.0)
     silent.check_in()
     alive.check_in()
     assert alive.relays == 2
-    time.sleep(1.2)  # past half of CLAIM_TIMEOUT
+    time.sleep(3.5)  # past half of CLAIM_TIMEOUT
     alive.check_in()
     assert (alive.relays, alive.partition) == (1, None)
     alive.stop()
@@ -62,3 +65,20 @@ def test_a_new_part_makes_the_planner_ask_for_the_full_batch_again() -> None:
     assert planner.limit == 40
     request = planner.next_claim(partition=Partition(2, 0))
     assert request is not None and request.heads == 100 and request.partition == (2, 0)
+
+
+@pytest.mark.skipif("connection.vendor == 'sqlite'",
+                    reason="SQLite does not share the aggregates out (one writer, no hash)")
+@pytest.mark.parametrize("max_chain", [1, 3])
+def test_the_parts_of_a_claim_are_disjoint_and_cover_every_aggregate(max_chain: int) -> None:
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"seq": seq}, "a", f"agg-{a}")
+                        for seq in range(3) for a in range(40)])
+    store = OutboxStore(max_chain=max_chain)
+    parts = [store.take(ClaimRequest(500, 60, max_chain=max_chain, partition=Partition(3, k)))
+             for k in range(3)]
+    aggregates = [{event.message.aggregate_id for event in part} for part in parts]
+    assert all(aggregates), aggregates  # 40 aggregates over 3 parts: none is empty
+    assert sum(len(found) for found in aggregates) == len(set().union(*aggregates)) == 40
+    # Each part took its aggregates' heads (and, chained, the rows behind them).
+    assert sum(len(part) for part in parts) == 40 * min(max_chain, 3)

@@ -193,12 +193,14 @@ def test_a_killed_relays_aggregates_move_to_the_others_within_the_claim_timeout(
 
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
 def test_a_relay_that_joins_gets_work_within_seconds(fleet: Fleet) -> None:
-    fleet.start("first", delay=0.05)
+    # Slowed down further (about 20 s of work alone), so the backlog outlasts the
+    # joiner's start-up on a loaded machine.
+    fleet.start("first", delay=0.2)
     wait_until(lambda: checked_in() == 1, timeout=60, what="the first relay to check in")
-    ids = publish(per_aggregate=60)
+    ids = publish(per_aggregate=100)
     wait_until(lambda: len(fleet.published("first")) >= 200, timeout=60,
                what="the first relay to publish")
-    fleet.start("joiner", delay=0.05)
+    fleet.start("joiner", delay=0.2)
     wait_until(lambda: checked_in() == 2, timeout=60, what="the joiner to check in")
     joined_at = time.time()
     wait_until(lambda: fleet.published("joiner"), timeout=30, what="the joiner to publish")
