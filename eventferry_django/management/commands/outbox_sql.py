@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
-from ...ddl import table_ddl
+from ...ddl import TableKind, table_ddl
 from ...exceptions import EventferryError
 from ...naming import has_schemas
 from ...store import VENDORS
@@ -73,7 +73,8 @@ class Command(EventferryCommand):
                      else f"EVENTFERRY['SCHEMA'] {schema!r}")
             raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
                                "(the settings check says the same: eventferry.E014).")
-        kind = "inbox" if options["inbox"] else "relays" if options["relay_registry"] else "outbox"
+        kind: TableKind = ("inbox" if options["inbox"] else "relays"
+                           if options["relay_registry"] else "outbox")
         if options["inbox"] and options["relay_registry"]:
             raise CommandError("--inbox and --relay-registry print different tables; pick one.")
         if options["relay_registry"] and any(options[flag] for flag in (
