@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.db import connection, transaction  # noqa: F401 (connection: skipif)
+from django.db import connection, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.relay.membership import Membership, partition_of
@@ -15,6 +15,15 @@ from eventferry_django.store.registry import RelayRegistry
 from eventferry_django.store.sql import Partition
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _empty_registry() -> None:
+    """The registry is no model, so no flush empties it: relays that other tests killed
+    may still be in it."""
+    table = OutboxStore().dialect.name.relay_registry.quoted(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table}")
 
 
 def member(name: str, claim_timeout: float = 60.0) -> Membership:
