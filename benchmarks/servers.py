@@ -49,16 +49,16 @@ def free_port(avoid: set[int] | None = None) -> int:
     raise RuntimeError("no free port between 20,000 and 32,000")
 
 
-def wait_for_port(port: int, timeout: float = START_TIMEOUT) -> None:
+def wait_for_port(port: int, timeout: float = START_TIMEOUT, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s") from None
+                    f"nothing listens on {host}:{port} after {timeout:.0f} s") from None
             time.sleep(0.1)
 
 
@@ -66,6 +66,10 @@ class PrivateServer:
     """One server process of our own: ``start``, ``stop``, ``restart``, cleaned up on exit."""
 
     name = "server"
+    #: Where it listens, and the network namespace it runs in (benchmarks/far.py puts
+    #: the servers in one of their own, behind a delay); the machine's loopback else.
+    host = "127.0.0.1"
+    netns: str | None = None
 
     def __init__(self, base: Path) -> None:
         self.base = base
@@ -113,10 +117,14 @@ class PrivateServer:
                user: str | None = None) -> subprocess.Popen[bytes]:
         if user and os.geteuid() == 0:
             argv = ["runuser", "-u", user, "--", *argv]
+        argv = self.in_netns(argv)
         with self.log.open("ab") as out:
             # A session of its own: a Ctrl-C meant for the soak must not reach the server.
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                     cwd=self.base, start_new_session=True)
+
+    def in_netns(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
 
     def _kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -153,14 +161,14 @@ class PrivatePostgres(PrivateServer):
     def start(self) -> None:
         self.process = self._spawn(
             [str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port),
-             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.base}",
+             "-c", f"listen_addresses={self.host}", "-c", f"unix_socket_directories={self.base}",
              "-c", "max_connections=100", "-c", "shared_buffers=128MB"],
             user=self._run_as())
         self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
-        while subprocess.run([str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p",
+        while subprocess.run([str(PG_BIN / "pg_isready"), "-h", self.host, "-p",
                               str(self.port), "-q"]).returncode != 0:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"PostgreSQL exited; see {self.log}")
@@ -238,7 +246,7 @@ class PrivateRabbitMQ(PrivateServer):
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}//"
+        return f"amqp://guest:guest@{self.host}:{self.port}//"
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -247,7 +255,7 @@ class PrivateRabbitMQ(PrivateServer):
         env.update(
             HOME=str(self.base),  # its own Erlang cookie
             RABBITMQ_NODENAME=self.node,
-            RABBITMQ_NODE_IP_ADDRESS="127.0.0.1",
+            RABBITMQ_NODE_IP_ADDRESS=self.host,
             RABBITMQ_NODE_PORT=str(self.port),
             RABBITMQ_DIST_PORT=str(self.port + 1),
             RABBITMQ_MNESIA_BASE=str(self.base / "mnesia"),
@@ -266,12 +274,13 @@ class PrivateRabbitMQ(PrivateServer):
         (self.base / "rabbitmq-env.conf").write_text("")
 
     def _ctl(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([str(RABBITMQ_BIN / "rabbitmqctl"), "-n", self.node, *args],
+        return subprocess.run(self.in_netns([str(RABBITMQ_BIN / "rabbitmqctl"), "-n",
+                                             self.node, *args]),
                               env=self._env(), capture_output=True, cwd=self.base)
 
     def start(self) -> None:
         self.process = self._spawn([str(RABBITMQ_BIN / "rabbitmq-server")], env=self._env())
-        wait_for_port(self.port)
+        wait_for_port(self.port, host=self.host)
         result = self._ctl("wait", str(self.base / "rabbitmq.pid"), "--timeout",
                            str(int(START_TIMEOUT)))
         if result.returncode != 0:

@@ -15,10 +15,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 VENDOR = os.environ.get("EVENTFERRY_SOAK_VENDOR", "postgres")
 _port = os.environ.get("EVENTFERRY_SOAK_DB_PORT", "5432" if VENDOR == "postgres" else "3306")
+_host = os.environ.get("EVENTFERRY_SOAK_DB_HOST", "127.0.0.1")
 if VENDOR == "postgres":
     DATABASES = {"default": {
         "ENGINE": "django.db.backends.postgresql", "NAME": "soak", "USER": "postgres",
-        "HOST": "127.0.0.1", "PORT": _port,
+        "HOST": _host, "PORT": _port,
         # A relay is a long-running process: keep its connection between passes.
         "CONN_MAX_AGE": None,
     }}
@@ -28,7 +29,7 @@ else:
     pymysql.install_as_MySQLdb()
     DATABASES = {"default": {
         "ENGINE": "django.db.backends.mysql", "NAME": "soak", "USER": "root",
-        "HOST": "127.0.0.1", "PORT": _port, "CONN_MAX_AGE": None,
+        "HOST": _host, "PORT": _port, "CONN_MAX_AGE": None,
         "OPTIONS": {"charset": "utf8mb4"},
     }}
 

@@ -26,7 +26,7 @@ from .store.schema import SchemaSql
 from .store.tables import Table
 
 #: eventferry's tables, as the migrations and ``outbox_sql`` name them.
-TableKind = Literal["outbox", "inbox"]
+TableKind = Literal["outbox", "inbox", "relays"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ RELEASES: dict[str, Release] = {
             forwards=forwards),
         "the outbox's nullable schema_version column (SQLite's unguarded: the migration "
         "reads the table's columns first)"),
+    "0009_relay_registry": Release("relays", _create_or_drop,
+                                   "the relay registry beside the outbox"),
 }
 
 
@@ -73,7 +75,7 @@ def table_name(kind: TableKind = "outbox", *, schema: str | None = None,
     ``EVENTFERRY``."""
     settings = get_settings()
     schema = schema if schema is not None else settings.schema
-    if kind == "outbox":
+    if kind != "inbox":  # the relay registry's name follows its outbox's
         return TableName(table if table is not None else settings.table, schema)
     return TableName(table if table is not None else settings.inbox_table, schema, role="Inbox")
 
@@ -88,14 +90,17 @@ def table_ddl(
 ) -> tuple[Dialect, Table]:
     """The live dialect for ``vendor`` and the ``kind`` table it renders (for DDL no
     migration runs, and for freezing a new migration's); ``table`` names that table,
-    and arguments left as None come from ``EVENTFERRY``."""
+    (for the relay registry: its outbox), and arguments left as None come from
+    ``EVENTFERRY``."""
     settings = get_settings()
-    outbox = table_name(schema=schema, table=table if kind == "outbox" else None)
+    outbox = table_name(schema=schema, table=table if kind != "inbox" else None)
     dialect = dialect_for(
         vendor, outbox, native_json=settings.native_json if native_json is None else native_json,
     )
     if kind == "outbox":
         return dialect, dialect.schema.outbox
+    if kind == "relays":
+        return dialect, dialect.schema.registry
     return dialect, dialect.schema.inbox(table_name("inbox", schema=schema, table=table))
 
 
@@ -125,15 +130,19 @@ def freeze(migration: str, vendor: str, *, native_json: bool = False) -> str:
                     release.render(dialect.schema, table, False))
 
 
+#: The released migration that creates each table.
+CREATED_BY: dict[TableKind, str] = {"outbox": "0001_initial", "inbox": "0004_inbox",
+                                    "relays": "0009_relay_registry"}
+
+
 def create_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
     """What the migration of the ``kind`` table runs forwards on ``vendor``."""
-    return released("0001_initial" if kind == "outbox" else "0004_inbox", vendor)
+    return released(CREATED_BY[kind], vendor)
 
 
 def drop_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
     """What it runs backwards."""
-    return released("0001_initial" if kind == "outbox" else "0004_inbox", vendor,
-                    forwards=False)
+    return released(CREATED_BY[kind], vendor, forwards=False)
 
 
 def open_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:

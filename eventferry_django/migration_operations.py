@@ -108,6 +108,22 @@ class CreateInboxTable(CreateTable):
     release = "0004_inbox"
 
 
+class CreateRelayRegistry(CreateTable):
+    """The relay registry beside the outbox, on the outbox's database (no model: only
+    the relays read and write it)."""
+
+    table = "relays"
+    model_name = "outboxevent"
+    release = "0009_relay_registry"
+
+    def describe(self) -> str:
+        return "Create the relay registry beside the outbox with vendor DDL"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "relay_registry"
+
+
 class ReplaceAggregateIndex(VendorDdl):
     """Swaps the outbox's first-release head-of-aggregate index for the open-rows index
     (and back when reversed); each step guarded, so it is idempotent."""

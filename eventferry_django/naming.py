@@ -133,6 +133,11 @@ class TableName:
         return f"IX_{self.table}_closed_rows"
 
     @property
+    def relay_registry(self) -> TableName:
+        """The table beside this outbox where its live relays check in (migration 0009)."""
+        return TableName(f"{self.table}_relays", self.schema, role="Relay registry")
+
+    @property
     def notify_channel(self) -> str:
         """The PostgreSQL NOTIFY channel that wakes relays of this table."""
         return f"eventferry_{self.table}"

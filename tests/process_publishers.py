@@ -37,7 +37,7 @@ class FilePublisher(Publisher):
             for m in messages:
                 out.write(json.dumps({"pid": os.getpid(), "id": m.id, "message_id": m.message_id,
                                       "aggregate_id": m.aggregate_id, "attempts": m.attempts,
-                                      "payload": m.payload}) + "\n")
+                                      "payload": m.payload, "at": time.time()}) + "\n")
         if self.stall_topic and any(m.topic == self.stall_topic for m in messages):
             time.sleep(3600)
         time.sleep(self.delay)

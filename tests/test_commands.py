@@ -237,6 +237,19 @@ def test_outbox_sql_prints_the_closed_rows_index_swap() -> None:
         run("outbox_sql", "--vendor", "postgresql", "--inbox", "--closed-rows-index")
 
 
+def test_outbox_sql_prints_the_relay_registry_beside_its_outbox() -> None:
+    out = run("outbox_sql", "--vendor", "microsoft", "--schema", "messaging", "--table", "events",
+              "--relay-registry")
+    assert "IF OBJECT_ID(N'[messaging].[events_relays]', N'U') IS NULL" in out
+    assert "CONSTRAINT [UQ_events_relays_instance] UNIQUE ([instance])" in out
+    assert run("outbox_sql", "--vendor", "postgresql", "--relay-registry", "--reverse").strip() == (
+        'DROP TABLE IF EXISTS "outbox_relays";')
+    with pytest.raises(CommandError, match="pick one"):
+        run("outbox_sql", "--vendor", "postgresql", "--inbox", "--relay-registry")
+    with pytest.raises(CommandError, match="concern the outbox"):
+        run("outbox_sql", "--vendor", "postgresql", "--relay-registry", "--autovacuum")
+
+
 def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:
     """As the settings check does (eventferry.E014): SQLite has no schemas."""
     with pytest.raises(CommandError, match=r"SQLite has no schemas: --schema 'X' cannot be used"):

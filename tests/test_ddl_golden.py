@@ -16,6 +16,7 @@ from sqlglot import exp
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
+from eventferry_django.store.sql import Partition
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
 from .golden import assert_golden
@@ -644,3 +645,66 @@ def test_versioned_insert_adds_only_the_schema_version() -> None:
     assert isinstance(insert, exp.Insert)
     assert [c.name for c in insert.this.expressions] == [*INSERT_COLUMNS, "schema_version"]
     assert versioned.count("%s") == plain.count("%s") + 2
+
+
+# -- the relay registry (migration 0009) and the partitioned claim ---------------------------
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_relay_registry_migration_matches_golden(vendor: str) -> None:
+    dialect = dialect_for(vendor, TableName("outbox"))
+    registry = dialect.schema.registry
+    assert_golden(f"{vendor}_relay_registry.sql", render(dialect.schema.create_statements(registry)))
+    assert_golden(f"{vendor}_relay_registry_reverse.sql",
+                  render(dialect.schema.drop_statements(registry)))
+
+
+@pytest.mark.parametrize("schema", [None, "messaging"])
+def test_tsql_relay_registry_parses(schema: str | None) -> None:
+    dialect = MicrosoftDialect(TableName("outbox", schema))
+    [batch] = dialect.schema.create_statements(dialect.schema.registry)
+    block = _parse_one(batch)
+    assert isinstance(block, exp.IfBlock)
+    create = block.find(exp.Create)
+    assert create is not None and f"[{schema or 'dbo'}].[outbox_relays]" in create.sql("tsql")
+    [drop] = dialect.schema.drop_statements(dialect.schema.registry)
+    assert isinstance(_parse_one(drop), exp.Drop)
+
+
+def partitioned_claims(vendor: str) -> str:
+    """The claims of a relay that shares the aggregates out (the second of three parts)."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    partition = Partition(3, 1)
+    calls = {
+        "claim_partitioned": lambda c: dialect.claim(c, 500, 60_000, partition=partition),
+        "claim_chained_partitioned": lambda c: dialect.claim(c, 500, 60_000, 100, 50,
+                                                              partition=partition),
+    }
+    text = ""
+    for name, call in calls.items():
+        cursor = RowsCursor()
+        call(cursor)
+        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
+                        for sql, params in cursor.statements)
+    return text
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql"])
+def test_partitioned_claim_matches_golden(vendor: str) -> None:
+    """Only the fresh heads are cut by part, with the part's two values bound; the claims
+    of a relay alone (the DML golden files) are unchanged."""
+    text = partitioned_claims(vendor)
+    assert_golden(f"{vendor}_partitioned_claim.sql", text)
+    assert "3, 1" in text
+
+
+@pytest.mark.parametrize("chained", [False, True])
+def test_tsql_partitioned_claim_parts_parse(chained: bool) -> None:
+    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
+    scan = (dialect.claim_heads_sql(partitioned=True) if chained
+            else dialect.claim_update_sql(partitioned=True))[0]
+    tree = _parse_one(as_tsql_parameters(scan))
+    assert "CHECKSUM(c.[aggregate_id])" in tree.sql("tsql")
+
+
+def test_sqlite_never_partitions() -> None:
+    assert not dialect_for("sqlite", TableName("outbox")).partitions_aggregates

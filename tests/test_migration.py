@@ -470,3 +470,33 @@ def test_sqlmigrate_0008_prints_the_same_ddl_as_outbox_sql() -> None:
         assert statements and "schema_version" in printed.getvalue()
         for statement in statements:
             assert statement.strip().rstrip(";") in out.getvalue()
+
+
+# -- the relay registry (migration 0009) -------------------------------------------------------
+
+def registry_exists() -> bool:
+    return DEFAULT.relay_registry.table in connection.introspection.table_names()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0009_creates_the_relay_registry_and_drops_it_backwards() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
+    assert registry_exists()
+    call_command("migrate", "eventferry_django", "0008_schema_version", verbosity=0)
+    assert not registry_exists()
+    # Forwards, then once more by hand (guarded): the registry back, the outbox untouched.
+    call_command("migrate", "eventferry_django", verbosity=0)
+    run_ddl(create_statements(connection.vendor, "relays"))
+    assert registry_exists()
+    info = introspection.describe(connection, DEFAULT.relay_registry)
+    assert [c for c, _, _ in info.columns] == ["id", "instance", "relay_id", "seen_at"]
+    assert OutboxEvent.objects.get().payload_data == {"kept": True}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlmigrate_0009_prints_the_registry_ddl() -> None:
+    out = io.StringIO()
+    call_command("sqlmigrate", "eventferry_django", "0009", stdout=out)
+    for statement in create_statements(connection.vendor, "relays"):
+        assert statement.strip().rstrip(";") in out.getvalue()

@@ -40,6 +40,7 @@ GOLDEN = {
                                "{vendor}_closed_rows_index_reverse.sql"),
     "0008_schema_version": ("{vendor}_schema_version.sql",
                             "{vendor}_schema_version_reverse.sql"),
+    "0009_relay_registry": ("{vendor}_relay_registry.sql", "{vendor}_relay_registry_reverse.sql"),
 }
 #: Where a released migration does nothing.
 EMPTY = {("0006_outbox_autovacuum", vendor) for vendor in ("microsoft", "mysql", "sqlite")} | {
@@ -52,22 +53,26 @@ OPERATIONS: dict[str, type[migration_operations.VendorDdl]] = {
     "0006_outbox_autovacuum": migration_operations.TuneOutboxAutovacuum,
     "0007_closed_rows_index": migration_operations.ReplaceRetentionIndex,
     "0008_schema_version": migration_operations.AddSchemaVersionColumn,
+    "0009_relay_registry": migration_operations.CreateRelayRegistry,
 }
 
 
 def default_name(release: Release, name: TableName | None = None) -> TableName:
     if name is not None:
         return name
-    return TableName("outbox") if release.kind == "outbox" else TableName("inbox", role="Inbox")
+    return TableName("inbox", role="Inbox") if release.kind == "inbox" else TableName("outbox")
 
 
 def live(migration: str, vendor: str, name: TableName, *, forwards: bool,
          native_json: bool = False) -> list[str]:
     """What today's live code renders for ``migration`` and table ``name``."""
     release = RELEASES[migration]
-    outbox = name if release.kind == "outbox" else TableName("outbox", name.schema)
+    outbox = TableName("outbox", name.schema) if release.kind == "inbox" else name
     dialect = dialect_for(vendor, outbox, native_json=native_json)
-    table = dialect.schema.outbox if release.kind == "outbox" else dialect.schema.inbox(name)
+    if release.kind == "inbox":
+        table = dialect.schema.inbox(name)
+    else:
+        table = dialect.schema.registry if release.kind == "relays" else dialect.schema.outbox
     return release.render(dialect.schema, table, forwards)
 
 
@@ -107,7 +112,7 @@ def named_text(vendor: str) -> str:
     """Every released migration's DDL, both ways, for a table named ``events`` (inbox:
     ``handled``) in the schema ``messaging`` (SQLite: no schema)."""
     schema = None if vendor == "sqlite" else "messaging"
-    names = {"outbox": TableName("events", schema),
+    names = {"outbox": TableName("events", schema), "relays": TableName("events", schema),
              "inbox": TableName("handled", schema, role="Inbox")}
     return "".join(
         f"-- {migration} {'forwards' if forwards else 'backwards'}\n"

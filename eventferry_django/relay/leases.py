@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from django.db import Error, connections
 
 from ..store.outbox import ClaimedEvent, OutboxStore
+from .ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +49,7 @@ class LeaseKeeper:
         self.renewed = 0
         self._held: dict[int, ClaimedEvent] = {}
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._ticker = Ticker(name, self.interval, self._renew_logging_failures, store.alias)
         self._failing = False
 
     @property
@@ -65,7 +64,7 @@ class LeaseKeeper:
         with self._lock:
             self._held.update((event.id, event) for event in events)
         if claimed_in >= self.interval:
-            self._wake.set()
+            self._ticker.wake()
 
     def let_go(self, events: Iterable[ClaimedEvent]) -> None:
         """Stop renewing ``events`` (settled, handed back, or given up on)."""
@@ -85,31 +84,11 @@ class LeaseKeeper:
 
     # -- the thread --------------------------------------------------------------------
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stopping = False
-        self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
-        self._thread.start()
+        self._ticker.start()
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop renewing; rows still held keep the lease they have."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stopping = True
-        self._wake.set()
-        thread.join(timeout)
-
-    def _work(self) -> None:
-        try:
-            while True:
-                self._wake.wait(self.interval)
-                self._wake.clear()
-                if self._stopping:
-                    return
-                self._renew_logging_failures()
-        finally:
-            connections[self.store.alias].close()
+        self._ticker.stop(timeout)
 
     def _renew_logging_failures(self) -> None:
         try:

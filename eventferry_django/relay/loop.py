@@ -8,7 +8,8 @@ The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (:mod:`.flight`): whil
 publishing thread (:mod:`.sender`) hands one to the broker, the relay's thread settles
 another (:mod:`.settlement`) and claims its successors, as much as :mod:`.planner` says.
 While it holds rows, :mod:`.leases` renews their leases, so only a relay that stopped
-loses them; :mod:`.reporting` says what it does.
+loses them; :mod:`.membership` shares the aggregates out among the running relays;
+:mod:`.reporting` says what it does.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from django.db import Error, close_old_connections, connections
 from .. import metrics
 from ..conf import EventferrySettings, get_settings
 from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
-from ..store.outbox import ClaimedEvent, OutboxStore
+from ..store.outbox import ClaimedEvent, ClaimRequest, OutboxStore
+from ..store.registry import RelayRegistry
 from ..store.statistics import StatisticsKeeper
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
 from .leases import LeaseKeeper
+from .membership import Membership
 from .planner import ClaimPlanner, aggregates, refused_heads_alone
 from .reporting import PassResult, RelayReporter, RelayStats, logger
 from .sender import Sender
@@ -68,6 +71,11 @@ class Relay:
         )
         self.leases = LeaseKeeper(self.store, config.claim_timeout,
                                   name=f"eventferry-lease-{config.relay_id}")
+        #: A relay of one pass takes what it finds; a running one shares the aggregates
+        #: out with the others, where the vendor can.
+        self.membership = Membership(
+            RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
+        ) if self.store.dialect.partitions_aggregates and not config.once else None
         #: Refreshes the planner's statistics when a claim shows them stale (after a
         #: database restart they can stay those of an empty queue while a backlog waits).
         self.statistics = StatisticsKeeper(self.store)
@@ -94,6 +102,8 @@ class Relay:
         if may_idle:
             self.waker.start()
         self.leases.start()
+        if self.membership is not None:
+            self.membership.start()
         idle_sleep, error_sleep = MIN_IDLE_SLEEP, self.config.error_backoff
         interrupted = True
         if not self._announced:
@@ -126,6 +136,8 @@ class Relay:
         finally:
             self._wind_down(interrupted)
             self.leases.stop()
+            if self.membership is not None:
+                self.membership.stop()
             if may_idle:
                 self.waker.stop()
             # A publishing thread still stuck with an unanswering broker keeps the
@@ -158,8 +170,13 @@ class Relay:
         return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
 
     # -- one pass ----------------------------------------------------------------------
+    def _next_claim(self, in_flight: int = 0) -> ClaimRequest | None:
+        partition = self.membership.partition if self.membership is not None else None
+        return self.planner.next_claim(claimed=self.stats.claimed, in_flight=in_flight,
+                                       partition=partition)
+
     def _claim(self) -> list[ClaimedEvent]:
-        request = self.planner.next_claim(claimed=self.stats.claimed)
+        request = self._next_claim()
         if request is None:
             return []
         started = time.perf_counter()
@@ -173,9 +190,8 @@ class Relay:
     def _settle(self, batch: Batch, results: list[PublishResult], *, claim_next: bool
                 ) -> PassResult:
         """Settle ``batch`` and, with ``claim_next``, claim and send the next one."""
-        request = self.planner.next_claim(
-            claimed=self.stats.claimed, in_flight=len(batch.events) + self.in_flight.rows,
-        ) if claim_next else None
+        request = self._next_claim(
+            len(batch.events) + self.in_flight.rows) if claim_next else None
         result, claimed, settled_in = self.settler.settle(batch, results, request)
         if request is not None:
             self.planner.found(request, aggregates(claimed), wakeups=self.waker.wakeups)

@@ -18,6 +18,10 @@ the minimum.
 each chain whole (publishing one chain in two calls would let its end out while its
 start waits). Afterwards each settlement claims the successors of its own batch's
 aggregates (the others' are still in flight), so the batches stay apart.
+
+**Several relays.** Each claim carries the relay's current part of the aggregates (see
+:mod:`.membership`); when the part changes, so do the heads there are to find, and the
+next claim asks for the full batch again.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from ..store.outbox import ClaimedEvent, ClaimRequest
+from ..store.sql import Partition
 
 MIN_LIMIT_REFRESH_INTERVAL = 1.0
 MAX_LIMIT_REFRESH_INTERVAL = 8.0
@@ -99,17 +104,22 @@ class ClaimPlanner:
         #: (the first claim finds out from nothing).
         self._refreshing_from: int | None = 0
         self._wakeups_seen = 0
+        self._partition: Partition | None = None
 
-    def next_claim(self, *, claimed: int = 0, in_flight: int = 0) -> ClaimRequest | None:
+    def next_claim(self, *, claimed: int = 0, in_flight: int = 0,
+                   partition: Partition | None = None) -> ClaimRequest | None:
         """The next claim, given how many rows were claimed so far and how many are in
-        flight; None when ``max_events`` leaves nothing to ask for."""
+        flight, in ``partition``; None when ``max_events`` leaves nothing to ask for."""
+        if partition != self._partition:
+            self._partition = partition
+            self.limit, self._refreshing_from = self.batch_size, 0
         rows = self.limit if self.max_chain == 1 else self.batch_size
         if self.max_events is not None:
             rows = min(rows, self.max_events - claimed - in_flight)
         if rows <= 0:
             return None
         return ClaimRequest(rows, self.lease_timeout, heads=min(rows, self.limit),
-                            max_chain=self.max_chain)
+                            max_chain=self.max_chain, partition=partition)
 
     def found(self, request: ClaimRequest, heads: int, *, wakeups: int = 0) -> None:
         """``request`` found ``heads`` aggregates; ``wakeups`` counts the commit

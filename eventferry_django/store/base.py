@@ -22,7 +22,7 @@ from .inbox_sql import InboxSql
 from .inserts import InsertSql
 from .purge import PurgeSql
 from .settlement_sql import SettlementSql
-from .sql import HEADS, LEASE_OFFSET, Fragment, compose, param
+from .sql import HEADS, LEASE_OFFSET, PART, PARTS, Fragment, Partition, compose, param
 from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
 
 if TYPE_CHECKING:
@@ -176,16 +176,40 @@ class Dialect:
     #: instead of sorting every open row.
     fresh_order: ClassVar[tuple[str, ...]] = ("status", "next_retry_at", "id")
 
-    def fresh_candidates_sql(self) -> Fragment:
+    def fresh_candidates_sql(self, partitioned: bool = False) -> Fragment:
         """Ids and aggregates of fresh heads, read in :attr:`fresh_order`, at most
-        :data:`~.sql.HEADS` of them."""
+        :data:`~.sql.HEADS` of them; ``partitioned``: of this relay's part only (see
+        :meth:`partition_sql`)."""
         q = self.quote
         order = ", ".join(f"c.{q(column)}" for column in self.fresh_order)
-        return self.statement("fresh_candidates", lambda: compose(
+        return self.statement(("fresh_candidates", partitioned), lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {{}} AND {{}} ORDER BY {order} LIMIT {{}}{self.skip_locked_sql}",
-            self.fresh_sql("c"), self.head_of_aggregate_sql("c"), param(HEADS),
+            self.fresh_in_part_sql("c", partitioned), self.head_of_aggregate_sql("c"),
+            param(HEADS),
         ))
+
+    def fresh_in_part_sql(self, alias: str, partitioned: bool) -> Fragment:
+        """:meth:`fresh_sql`, and with ``partitioned`` in this relay's part."""
+        if not partitioned:
+            return self.fresh_sql(alias)
+        return compose("{} AND {}", self.fresh_sql(alias), self.partition_sql(alias))
+
+    #: Whether the vendor can hash an aggregate id in SQL, so that several relays can
+    #: share the fresh heads by part (:meth:`partition_sql`).
+    partitions_aggregates: ClassVar[bool] = True
+
+    def aggregate_hash_sql(self, alias: str) -> str:
+        """A non-negative integer hash of the row's ``aggregate_id``, the same for every
+        session of the database."""
+        raise NotImplementedError
+
+    def partition_sql(self, alias: str = "c") -> Fragment:
+        """The row's aggregate falls in this relay's part: its hash modulo
+        :data:`~.sql.PARTS` is :data:`~.sql.PART`. Only fresh heads are cut this way;
+        retries and expired leases are anyone's (see docs/relay.md, "Several relays")."""
+        return compose(f"MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}}",
+                       param(PARTS), param(PART))
 
     def overdue_candidates_sql(self) -> Fragment:
         """Ids and aggregates of overdue heads (few, found apart), at most
@@ -197,9 +221,11 @@ class Dialect:
             self.overdue_sql("c"), self.head_of_aggregate_sql("c"), param(HEADS),
         ))
 
-    def claimable_status_sql(self, alias: str = "c") -> Fragment:
-        """The row's own state lets it be claimed (whatever precedes it)."""
-        return compose("(({}) OR {})", self.fresh_sql(alias), self.overdue_sql(alias))
+    def claimable_status_sql(self, alias: str = "c", partitioned: bool = False) -> Fragment:
+        """The row's own state lets it be claimed (whatever precedes it); ``partitioned``:
+        a fresh row only in this relay's part (:meth:`partition_sql`)."""
+        return compose("(({}) OR {})", self.fresh_in_part_sql(alias, partitioned),
+                       self.overdue_sql(alias))
 
     def unbroken_sql(self, alias: str, window: str) -> Fragment:
         """1 while every row of ``window`` up to this one is claimable by its own state,
@@ -207,9 +233,9 @@ class Dialect:
         return compose(f"MIN(CASE WHEN {{}} THEN 1 ELSE 0 END) OVER ({window})",
                        self.claimable_status_sql(alias))
 
-    def claimable_sql(self, alias: str = "c") -> Fragment:
+    def claimable_sql(self, alias: str = "c", partitioned: bool = False) -> Fragment:
         """Rows a relay may take now, each the head of its aggregate."""
-        return compose("{} AND {}", self.claimable_status_sql(alias),
+        return compose("{} AND {}", self.claimable_status_sql(alias, partitioned),
                        self.head_of_aggregate_sql(alias))
 
     #: Table hint on the head-of-aggregate probe (SQL Server only).
@@ -239,11 +265,14 @@ class Dialect:
     relay_transaction_sql: ClassVar[str | None] = None
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None
+              ) -> list[tuple[Any, ...]]:
         """Claim up to ``limit`` rows in one short transaction; rows in
         :data:`CLAIM_COLUMNS` order, lowest id first. ``max_chain`` > 1 also hands out,
         behind each of at most ``heads`` heads (default ``limit``), the open rows of its
-        aggregate that follow it (see the contract's chains); 1 claims heads only."""
+        aggregate that follow it (see the contract's chains); 1 claims heads only.
+        ``partition``: fresh heads of that part of the aggregates only (vendors where
+        :attr:`partitions_aggregates`)."""
         raise NotImplementedError
 
     def is_transient(self, exc: BaseException) -> bool:

@@ -23,7 +23,19 @@ from .microsoft_errors import DEADLOCK_VICTIM, SERIALIZATION_FAILURE, native_err
 from .purge import PurgeSql
 from .schema import SchemaSql
 from .settlement_sql import SettlementSql
-from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, join, param
+from .sql import (
+    HEADS,
+    LIMIT,
+    PART,
+    PARTS,
+    Fragment,
+    Partition,
+    bind,
+    chain_share_sql,
+    compose,
+    join,
+    param,
+)
 from .tables import (
     CLAIM_COLUMNS,
     INBOX_KEY,
@@ -360,7 +372,18 @@ class MicrosoftDialect(Dialect):
                     "DECLARE @share INT")
         return sql
 
-    def claim_update_sql(self) -> Fragment:
+    def aggregate_hash_sql(self, alias: str) -> str:
+        # CHECKSUM: deterministic for a value under one collation; widened before ABS(),
+        # which would overflow on the smallest INT.
+        return f"ABS(CAST(CHECKSUM({alias}.{self.quote('aggregate_id')}) AS BIGINT))"
+
+    def partition_sql(self, alias: str = "c") -> Fragment:
+        # T-SQL has no MOD(), and a literal % would meet the driver's %-formatting.
+        hashed = self.aggregate_hash_sql(alias)
+        return compose(f"{hashed} - {hashed} / {{}} * {{}} = {{}}",
+                       param(PARTS), param(PARTS), param(PART))
+
+    def claim_update_sql(self, partitioned: bool = False) -> Fragment:
         """The claim without chains: the first :data:`~.sql.LIMIT` claimable heads.
 
         Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on SQL
@@ -372,7 +395,7 @@ class MicrosoftDialect(Dialect):
             f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
             "        WHERE {}\n"
             f"        ORDER BY c.{self.quote('id')}",
-            param(LIMIT), self.claimable_sql("c"),
+            param(LIMIT), self.claimable_sql("c", partitioned),
         ))
 
     def claim_picked_sql(self, picked: Fragment) -> Fragment:
@@ -390,7 +413,7 @@ class MicrosoftDialect(Dialect):
             picked,
         )
 
-    def claim_heads_sql(self) -> Fragment:
+    def claim_heads_sql(self, partitioned: bool = False) -> Fragment:
         """The chained claim's first step: lock the first :data:`~.sql.HEADS` heads.
 
         The candidate scan READPASTs rows other claims hold, but the head probe does not
@@ -406,7 +429,7 @@ class MicrosoftDialect(Dialect):
             "        WHERE {}\n"
             f"        ORDER BY c.{q('id')}\n"
             "        OPTION (MAXDOP 1)",
-            param(HEADS), self.claimable_sql("c"),
+            param(HEADS), self.claimable_sql("c", partitioned),
         )
 
     def claim_share_sql(self) -> Fragment:
@@ -446,7 +469,7 @@ class MicrosoftDialect(Dialect):
     def claim_result_sql(self) -> str:
         return f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {self.quote('id')}"
 
-    def claim_sql(self, chained: bool = False) -> Fragment:
+    def claim_sql(self, chained: bool = False, partitioned: bool = False) -> Fragment:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus
         TRY/CATCH, so any error rolls the claim back before it is re-raised. ``chained``:
         with chains (two steps, see :meth:`claim_heads_sql`).
@@ -454,10 +477,10 @@ class MicrosoftDialect(Dialect):
         SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns;
         a driver sending this as a plain batch would not, so the batch turns both off
         on its way out, after the result or before re-raising an error."""
-        steps = (join([self.claim_heads_sql(), self.claim_share_sql(),
+        steps = (join([self.claim_heads_sql(partitioned), self.claim_share_sql(),
                        self.claim_chains_sql()], ";\n    ") if chained
-                 else self.claim_update_sql())
-        return self.statement(("claim", chained), lambda: compose(
+                 else self.claim_update_sql(partitioned))
+        return self.statement(("claim", chained, partitioned), lambda: compose(
             "SET NOCOUNT ON;\n"
             "SET XACT_ABORT ON;\n"
             f"{self.claim_declare_sql(chained)};\n"
@@ -479,11 +502,13 @@ class MicrosoftDialect(Dialect):
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None) -> list[tuple[Any, ...]]:
-        sql, params = self.claim_sql(chained=max_chain > 1)
+              heads: int | None = None, partition: Partition | None = None
+              ) -> list[tuple[Any, ...]]:
+        sql, params = self.claim_sql(chained=max_chain > 1, partitioned=partition is not None)
         cursor.execute(sql, bind(params, limit=limit, heads=min(limit, heads or limit),
                                  max_chain=max_chain,
-                                 lease_offset=self.offset_param(-lease_timeout_ms)))
+                                 lease_offset=self.offset_param(-lease_timeout_ms),
+                                 **(partition._asdict() if partition else {})))
         return list(cursor.fetchall())
 
     def is_transient(self, exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ from .features import Features
 from .inbox_sql import InboxSql
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import Fragment, bind, chain_share, compose, join, param
+from .sql import Fragment, Partition, bind, chain_share, compose, join, param
 from .tables import INBOX_KEY, OPEN_STATUSES, Column, Index, Table
 
 
@@ -191,8 +191,12 @@ class MysqlDialect(Dialect):
     def offset_param(self, milliseconds: int) -> Any:
         return milliseconds * 1000
 
+    def aggregate_hash_sql(self, alias: str) -> str:
+        return f"CRC32({alias}.{self.quote('aggregate_id')})"
+
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None
+              ) -> list[tuple[Any, ...]]:
         # No UPDATE ... RETURNING here: lock, update, read back, inside the caller's
         # transaction. A locking clause does not reach into the NOT EXISTS subquery, which
         # reads committed state, so a competitor's locked earlier row still blocks. Fresh
@@ -202,8 +206,10 @@ class MysqlDialect(Dialect):
         lease_offset = self.offset_param(-lease_timeout_ms)
         most = limit if max_chain == 1 else min(limit, heads or limit)
         found: list[tuple[Any, ...]] = []
-        for sql, params in (self.fresh_candidates_sql(), self.overdue_candidates_sql()):
-            cursor.execute(sql, bind(params, heads=most, lease_offset=lease_offset))
+        parts = partition._asdict() if partition else {}
+        for sql, params in (self.fresh_candidates_sql(partition is not None),
+                            self.overdue_candidates_sql()):
+            cursor.execute(sql, bind(params, heads=most, lease_offset=lease_offset, **parts))
             found += cursor.fetchall()
         found = sorted(found)[:most]
         still = set(self.still_heads(cursor, [row[0] for row in found]))

@@ -18,6 +18,7 @@ from ..publishers.base import OutboundMessage
 from .base import Dialect
 from .bound import BoundStore
 from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
+from .sql import Partition
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,15 @@ class ClaimRequest:
     """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
     aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
     it, leased for ``lease_timeout`` seconds. Asking for no more heads than exist keeps
-    the scan for them short (see the relay's :class:`~.relay.planner.ClaimPlanner`)."""
+    the scan for them short (see the relay's :class:`~.relay.planner.ClaimPlanner`).
+    With a ``partition``, fresh heads come only from that part of the aggregates (see
+    the relay's :mod:`~.relay.membership`)."""
 
     rows: int
     lease_timeout: float
     heads: int | None = None
     max_chain: int = 1
+    partition: Partition | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.rows <= MAX_BATCH:
@@ -55,7 +59,7 @@ class ClaimRequest:
     def run(self, dialect: Dialect, cursor: Any) -> list[tuple[Any, ...]]:
         """The claim's rows, in :data:`~.base.CLAIM_COLUMNS` order."""
         return dialect.claim(cursor, self.rows, self.lease_timeout_ms, self.max_chain,
-                             self.heads)
+                             self.heads, self.partition)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,18 @@ from .features import Features
 from .inserts import InsertSql
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import HEADS, LIMIT, Fragment, bind, chain_share_sql, compose, param
+from .sql import (
+    HEADS,
+    LIMIT,
+    PART,
+    PARTS,
+    Fragment,
+    Partition,
+    bind,
+    chain_share_sql,
+    compose,
+    param,
+)
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
 try:
@@ -281,12 +292,27 @@ class PostgresqlDialect(Dialect):
             ") IS NULL"
         ), []
 
-    def claim_sql(self) -> Fragment:
+    def aggregate_hash_sql(self, alias: str) -> str:
+        # hashtext: the server's own string hash, the same in every session; widened
+        # before abs(), which would overflow on the smallest integer.
+        return f"abs(hashtext({alias}.{self.quote('aggregate_id')})::bigint)"
+
+    def partition_sql(self, alias: str = "c") -> Fragment:
+        """As a CASE, not a bare comparison, for the planner's sake: it guesses an
+        equality on an expression it has no statistics for at 0.5%, and with the head
+        probe's own 0.5% it expected no row to pass, so it read and probed every fresh
+        row and sorted them instead of walking the claim index and stopping at the limit
+        (measured in the relay's generic plan, 10,000 pending rows over 100 aggregates:
+        66 ms against 0.4 ms). A boolean CASE it guesses at one half."""
+        return compose(f"CASE WHEN MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}} "
+                       "THEN TRUE ELSE FALSE END", param(PARTS), param(PART))
+
+    def claim_sql(self, partitioned: bool = False) -> Fragment:
         """The claim as one statement, so one short transaction even in autocommit. The
         probes have no locking clause: they read committed state, in which every open
-        status blocks."""
+        status blocks. ``partitioned``: fresh heads of this relay's part only."""
         q = self.quote
-        return self.statement("claim", lambda: compose(
+        return self.statement(("claim", partitioned), lambda: compose(
             "WITH fresh AS ({}), overdue AS ({}), "
             f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
             "ORDER BY 1 LIMIT {}) "
@@ -295,10 +321,11 @@ class PostgresqlDialect(Dialect):
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
             f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(), self.overdue_candidates_sql(), param(LIMIT),
+            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(),
+            param(LIMIT),
         ))
 
-    def chain_claim_sql(self) -> Fragment:
+    def chain_claim_sql(self, partitioned: bool = False) -> Fragment:
         """The claim with chains, as one statement.
 
         Only rows behind a head this statement holds (FOR UPDATE) are read into a chain,
@@ -312,7 +339,7 @@ class PostgresqlDialect(Dialect):
         """
         q = self.quote
         window = f"ORDER BY c.{q('id')}"
-        return self.statement("chain_claim", lambda: compose(
+        return self.statement(("chain_claim", partitioned), lambda: compose(
             "WITH fresh AS ({}), overdue AS ({}), "
             f"heads AS (SELECT {q('id')}, {q('aggregate_id')} FROM fresh UNION ALL "
             f"SELECT {q('id')}, {q('aggregate_id')} FROM overdue ORDER BY 1 LIMIT {{}}), "
@@ -327,16 +354,19 @@ class PostgresqlDialect(Dialect):
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
             f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(), self.overdue_candidates_sql(), param(HEADS),
-            self.unbroken_sql("c", window), chain_share_sql("COUNT(*)", least=True),
+            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(),
+            param(HEADS), self.unbroken_sql("c", window), chain_share_sql("COUNT(*)", least=True),
             param(LIMIT),
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None) -> list[tuple[Any, ...]]:
-        chained = max_chain > 1
-        sql, params = self.chain_claim_sql() if chained else self.claim_sql()
+              heads: int | None = None, partition: Partition | None = None
+              ) -> list[tuple[Any, ...]]:
+        chained, partitioned = max_chain > 1, partition is not None
+        sql, params = (self.chain_claim_sql(partitioned) if chained
+                       else self.claim_sql(partitioned))
         claimed = self.execute_often(cursor, sql, bind(
             params, limit=limit, heads=min(limit, heads or limit) if chained else limit,
-            lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain))
+            lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain,
+            **(partition._asdict() if partition else {})))
         return sorted(claimed.fetchall(), key=lambda row: row[0])

@@ -24,6 +24,7 @@ from .tables import (
     first_release_probe_index,
     inbox_table,
     outbox_table,
+    registry_table,
 )
 
 
@@ -84,6 +85,11 @@ class SchemaSql:
     def inbox(self, name: TableName) -> Table:
         """The inbox named ``name`` (with this vendor's default schema filled in)."""
         return inbox_table(name.for_vendor(self.vendor))
+
+    @property
+    def registry(self) -> Table:
+        """The relay registry beside this outbox (migration 0009)."""
+        return registry_table(self.name.relay_registry)
 
     def qualified(self, table: Table) -> str:
         """The table's quoted, schema-qualified name."""

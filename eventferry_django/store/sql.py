@@ -14,7 +14,7 @@ when the statement runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 Fragment = tuple[str, list[Any]]
 
@@ -33,6 +33,17 @@ LIMIT = Slot("limit")
 HEADS = Slot("heads")
 #: ``MAX_CHAIN``: the most rows of one aggregate in one claim.
 MAX_CHAIN = Slot("max_chain")
+#: How many parts the live relays cut the aggregates into, and this relay's part.
+PARTS = Slot("parts")
+PART = Slot("part")
+
+
+class Partition(NamedTuple):
+    """A relay's share of the aggregates: those whose hash modulo ``parts`` is ``part``
+    (see :mod:`~eventferry_django.relay.membership`)."""
+
+    parts: int
+    part: int
 
 
 def param(value: Any) -> Fragment:

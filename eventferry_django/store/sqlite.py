@@ -14,7 +14,7 @@ from .base import Dialect
 from .closed_rows import ClosedRowsSql, codes
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
+from .sql import LIMIT, MAX_CHAIN, Fragment, Partition, bind, compose, param
 from .tables import OPEN_STATUSES_SQL, Column, Table
 
 
@@ -132,11 +132,17 @@ class SqliteDialect(Dialect):
             return f"CAST({self.quote(column)} AS TEXT)"
         return self.quote(column)
 
+    # No hash function in SQL, and one writer: relays there take turns, whole claims at
+    # a time, and do not share the aggregates out.
+    partitions_aggregates = False
+
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None
+              ) -> list[tuple[Any, ...]]:
         # ``heads`` exists to keep a scan for heads short on a deep backlog; this claim
         # ranks every open row whatever it asks for (one writer, one relay), so capping
-        # the heads would only hand out fewer rows for the same reading.
+        # the heads would only hand out fewer rows for the same reading. ``partition``
+        # never comes (see ``partitions_aggregates``).
         q = self.quote
         if max_chain > 1:
             sql, params = self.statement("chain_claim", lambda: self.update_claimed_sql(

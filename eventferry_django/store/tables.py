@@ -64,6 +64,16 @@ INBOX_COLUMNS: tuple[Column, ...] = (
 #: The inbox's unique key, in the order its index is built and probed.
 INBOX_KEY: tuple[str, ...] = ("consumer", "message_id")
 
+#: The relay registry: one row per running relay of an outbox, stamped by the database's
+#: clock each time the relay checks in. ``instance`` is drawn at random when the relay
+#: starts, so two relays given the same ``--relay-id`` still count as two.
+REGISTRY_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("instance", "text64"),
+    Column("relay_id", "text255"),
+    Column("seen_at", "timestamp", default="now"),
+)
+
 #: Columns publish_event() writes, in the table's order; the rest take their defaults.
 INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
 
@@ -220,3 +230,9 @@ def inbox_table(name: TableName) -> Table:
         # The retention scan of ``outbox_purge --inbox``.
         indexes=(Index(f"IX_{name.table}_handled_at", ("handled_at",)),),
     )
+
+
+def registry_table(name: TableName) -> Table:
+    """The relay registry named ``name`` (a few rows: no index beyond its keys)."""
+    return Table(name, REGISTRY_COLUMNS,
+                 uniques=(Unique(f"UQ_{name.table}_instance", ("instance",)),))

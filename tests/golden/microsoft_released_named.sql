@@ -120,3 +120,19 @@ BEGIN
     ALTER TABLE [messaging].[events] DROP COLUMN [schema_version];
 END;
 
+-- 0009_relay_registry forwards
+IF OBJECT_ID(N'[messaging].[events_relays]', N'U') IS NULL
+BEGIN
+    CREATE TABLE [messaging].[events_relays] (
+        [id] BIGINT IDENTITY(1,1) NOT NULL,
+        [instance] NVARCHAR(64) NOT NULL,
+        [relay_id] NVARCHAR(255) NOT NULL,
+        [seen_at] DATETIME2(3) NOT NULL CONSTRAINT [DF_events_relays_seen_at] DEFAULT (SYSUTCDATETIME()),
+        CONSTRAINT [PK_events_relays] PRIMARY KEY CLUSTERED ([id]),
+        CONSTRAINT [UQ_events_relays_instance] UNIQUE ([instance])
+    );
+END;
+
+-- 0009_relay_registry backwards
+DROP TABLE IF EXISTS [messaging].[events_relays];
+

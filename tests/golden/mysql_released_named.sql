@@ -100,3 +100,16 @@ PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;
 
+-- 0009_relay_registry forwards
+CREATE TABLE IF NOT EXISTS `messaging`.`events_relays` (
+    `id` BIGINT NOT NULL AUTO_INCREMENT,
+    `instance` VARCHAR(64) NOT NULL,
+    `relay_id` VARCHAR(255) NOT NULL,
+    `seen_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
+    CONSTRAINT `PK_events_relays` PRIMARY KEY (`id`),
+    CONSTRAINT `UQ_events_relays_instance` UNIQUE (`instance`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- 0009_relay_registry backwards
+DROP TABLE IF EXISTS `messaging`.`events_relays`;
+

@@ -68,3 +68,15 @@ ALTER TABLE "events" ADD COLUMN "schema_version" VARCHAR(255) NULL;
 -- 0008_schema_version backwards
 ALTER TABLE "events" DROP COLUMN "schema_version";
 
+-- 0009_relay_registry forwards
+CREATE TABLE IF NOT EXISTS "events_relays" (
+    "id" INTEGER NOT NULL CONSTRAINT "PK_events_relays" PRIMARY KEY AUTOINCREMENT,
+    "instance" VARCHAR(64) NOT NULL,
+    "relay_id" VARCHAR(255) NOT NULL,
+    "seen_at" DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
+    CONSTRAINT "UQ_events_relays_instance" UNIQUE ("instance")
+);
+
+-- 0009_relay_registry backwards
+DROP TABLE IF EXISTS "events_relays";
+

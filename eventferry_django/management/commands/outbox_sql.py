@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
-from ...ddl import TableKind, released, table_ddl
+from ...ddl import CREATED_BY, TableKind, released, table_ddl
 from ...exceptions import EventferryError
 from ...naming import has_schemas
 from ...store import VENDORS
@@ -37,6 +37,9 @@ class Command(EventferryCommand):
                             "with --inbox EVENTFERRY['INBOX_TABLE']).")
         parser.add_argument("--inbox", action="store_true",
                             help="Print the inbox table's DDL (migration 0004) instead.")
+        parser.add_argument("--relay-registry", action="store_true",
+                            help="Print the relay registry's DDL (migration 0009; --table "
+                            "names its outbox) instead.")
         parser.add_argument(
             "--native-json", action="store_true", default=None,
             help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
@@ -73,13 +76,23 @@ class Command(EventferryCommand):
                      else f"EVENTFERRY['SCHEMA'] {schema!r}")
             raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
                                "(the settings check says the same: eventferry.E014).")
-        kind: TableKind = "inbox" if options["inbox"] else "outbox"
-        forwards = not options["reverse"]
+        kind: TableKind = ("inbox" if options["inbox"] else "relays"
+                           if options["relay_registry"] else "outbox")
+        if options["inbox"] and options["relay_registry"]:
+            raise CommandError("--inbox and --relay-registry print different tables; pick one.")
+        if options["relay_registry"] and any(options[flag] for flag in (
+                "open_rows_index", "closed_rows_index", "autovacuum", "schema_version",
+                "optimize_sequential_key")):
+            raise CommandError("--relay-registry prints the registry's table; the index and "
+                               "tuning options concern the outbox.")
         try:
-            dialect, table = table_ddl(vendor, kind, schema=options["schema"],
-                                       table=options["table"], native_json=options["native_json"])
+            dialect, table = table_ddl(
+                vendor, kind, schema=options["schema"],
+                table=options["table"], native_json=options["native_json"],
+            )
         except EventferryError as exc:
             raise CommandError(str(exc)) from exc
+        forwards = not options["reverse"]
         migration = self._index_migration(kind, vendor, options)
         if migration is None and options["optimize_sequential_key"]:
             # Not a migration's: for a DBA to run where contention shows.
@@ -88,7 +101,7 @@ class Command(EventferryCommand):
                                    f"{vendor} has no such option.")
             statements = dialect.schema.sequential_key_statements(table, on=forwards)
         else:
-            migration = migration or ("0001_initial" if kind == "outbox" else "0004_inbox")
+            migration = migration or CREATED_BY[kind]
             statements = released(migration, vendor, forwards=forwards, schema=options["schema"],
                                   table=options["table"], native_json=options["native_json"])
             if options["closed_rows_index"] and not statements:
@@ -102,8 +115,8 @@ class Command(EventferryCommand):
 
     @staticmethod
     def _index_migration(kind: str, vendor: str, options: dict[str, Any]) -> str | None:
-        """The later migration whose DDL the options ask for, if any (else the table's
-        own: 0001 or 0004)."""
+        """The later migration whose DDL the options ask for, if any (else the one that
+        creates the table: 0001, 0004 or 0009)."""
         swaps = {"open_rows_index": "0005_open_rows_index",
                  "closed_rows_index": "0007_closed_rows_index",
                  "autovacuum": "0006_outbox_autovacuum",
