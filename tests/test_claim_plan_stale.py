@@ -55,7 +55,7 @@ class FakeCursor:
         return (self.store.believed,)
 
 
-class FakeDialect:
+class FakeStatistics:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
 
@@ -64,6 +64,11 @@ class FakeDialect:
 
     def refresh_statistics_sql(self) -> str | None:
         return "ANALYZE outbox" if self.enabled else None
+
+
+class FakeDialect:
+    def __init__(self, enabled: bool = True) -> None:
+        self.statistics = FakeStatistics(enabled)
 
 
 class FakeStore:

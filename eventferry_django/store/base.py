@@ -23,6 +23,7 @@ from .inserts import InsertSql
 from .purge import PurgeSql
 from .settlement_sql import SettlementSql
 from .sql import HEADS, LEASE_OFFSET, PART, PARTS, Fragment, Partition, compose, param
+from .statistics_sql import StatisticsSql
 from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Dialect:
     settlement_class: ClassVar[type[SettlementSql]] = SettlementSql
     purge_class: ClassVar[type[PurgeSql]] = PurgeSql
     inbox_class: ClassVar[type[InboxSql]] = InboxSql
+    statistics_class: ClassVar[type[StatisticsSql]] = StatisticsSql
     #: The database's current UTC time, evaluated once per statement.
     now_sql: ClassVar[str]
     #: The placeholder of a bound time (a lease token, purge's cutoff).
@@ -72,6 +74,8 @@ class Dialect:
         self.purge = self.purge_class(self)
         #: The consumers' inbox's SQL.
         self.inbox = self.inbox_class(self)
+        #: The relay's care of the planner statistics (see store/statistics.py).
+        self.statistics = self.statistics_class(self)
         #: The history pipeline's SQL over this outbox.
         self.closed_rows = self.closed_rows_class(self)
         #: The probes for the oldest row a relay could claim now (the status's gauge).
@@ -87,18 +91,6 @@ class Dialect:
 
     #: How a query asks for its first row only: before the columns, after ORDER BY.
     first_row: ClassVar[tuple[str, str]] = ("", " LIMIT 1")
-
-    # -- planner statistics (see store/statistics.py) ---------------------------------
-    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
-        """How many open rows the planner believes the outbox holds, as SQL and its
-        parameters (one row, one number; NULL or negative when unknown); None where the
-        relay does not look after the statistics."""
-        return None
-
-    def refresh_statistics_sql(self) -> str | None:
-        """A statement that refreshes the outbox's planner statistics without waiting
-        on anyone; None where the relay does not."""
-        return None
 
     # -- DML ---------------------------------------------------------------------------
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?

@@ -29,6 +29,7 @@ from .sql import (
     compose,
     param,
 )
+from .statistics_sql import StatisticsSql
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
 try:
@@ -172,6 +173,24 @@ class PostgresqlInserts(InsertSql):
         return "(statement_timestamp() + CAST(%s AS BIGINT) * INTERVAL '1 millisecond')"
 
 
+class PostgresqlStatistics(StatisticsSql):
+    """The relay refreshes the statistics when the planner's belief about the open rows
+    has gone stale (after a crash, say), so the claim keeps its plan."""
+
+    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
+        # The claim index holds exactly the open rows, so its reltuples is the planner's
+        # belief; pg_class is only written by VACUUM and ANALYZE (and survives a crash,
+        # unlike the counters that trigger autovacuum).
+        index = TableName(self.name.claim_index, self.name.schema).quoted(self.vendor)
+        return "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [index]
+
+    def refresh_statistics_sql(self) -> str | None:
+        # SKIP_LOCKED: never queue behind an autovacuum (or anyone's ANALYZE) of the
+        # table; the next check tries again. A relay whose role does not own the table
+        # gets a warning from the server and no ANALYZE, never an error.
+        return f"ANALYZE (SKIP_LOCKED) {self.table}"
+
+
 class PostgresqlPurge(PurgeSql):
     # A row another transaction holds is left for the next purge, never waited on.
     purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
@@ -183,6 +202,7 @@ class PostgresqlDialect(Dialect):
     schema_class = PostgresqlSchema
     inserts_class = PostgresqlInserts
     purge_class = PostgresqlPurge
+    statistics_class = PostgresqlStatistics
     closed_rows_class = PostgresqlClosedRows
     # All scoped to the relay's transaction; the application's commits stay durable.
     # A generic plan: the claim's plan does not depend on its limits (an ordered walk of
@@ -205,20 +225,6 @@ class PostgresqlDialect(Dialect):
         "AND version() LIKE '%linux%' "
         "THEN set_config('client_connection_check_interval', '1s', true) END"
     )
-
-    # -- planner statistics ------------------------------------------------------------
-    def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
-        # The claim index holds exactly the open rows, so its reltuples is the planner's
-        # belief; pg_class is only written by VACUUM and ANALYZE (and survives a crash,
-        # unlike the counters that trigger autovacuum).
-        index = TableName(self.name.claim_index, self.name.schema).quoted(self.vendor)
-        return "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [index]
-
-    def refresh_statistics_sql(self) -> str | None:
-        # SKIP_LOCKED: never queue behind an autovacuum (or anyone's ANALYZE) of the
-        # table; the next check tries again. A relay whose role does not own the table
-        # gets a warning from the server and no ANALYZE, never an error.
-        return f"ANALYZE (SKIP_LOCKED) {self.table}"
 
     # -- DML ---------------------------------------------------------------------------
     # statement_timestamp(): one value for the whole statement, so every row of a claim

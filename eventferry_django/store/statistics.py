@@ -14,7 +14,7 @@ commands: docs/claim-plans.md). An ANALYZE of a 1,000,000-row outbox takes about
 catalog read) only after a claim that handed out many rows or took long, and at most
 every ``check_every`` seconds; it refreshes when the planner believes fewer open rows
 than that one claim handed out, at most every ``min_interval`` seconds. Elsewhere than
-PostgreSQL it does nothing (see the dialects' ``refresh_statistics_sql``).
+PostgreSQL it does nothing (see ``dialect.statistics``, :mod:`.statistics_sql`).
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class StatisticsKeeper:
         """Whether the vendor has statistics to refresh; asked after every claim, so
         answered once."""
         dialect = self.store.dialect
-        return (dialect.refresh_statistics_sql() is not None
-                and dialect.believed_open_rows_sql() is not None)
+        return (dialect.statistics.refresh_statistics_sql() is not None
+                and dialect.statistics.believed_open_rows_sql() is not None)
 
     def maybe_refresh(self, claimed: int, claim_seconds: float) -> bool:
         """Refresh the statistics if this claim shows them stale; True when it did."""
@@ -105,7 +105,7 @@ class StatisticsKeeper:
 
     def believed_open_rows(self) -> float | None:
         """The planner's belief (None: it has none, the table was never analysed)."""
-        query = self.store.dialect.believed_open_rows_sql()
+        query = self.store.dialect.statistics.believed_open_rows_sql()
         assert query is not None
         sql, params = query
         with self.store.connection.cursor() as cursor:
@@ -116,7 +116,7 @@ class StatisticsKeeper:
         return float(row[0])
 
     def refresh(self) -> None:
-        sql = self.store.dialect.refresh_statistics_sql()
+        sql = self.store.dialect.statistics.refresh_statistics_sql()
         assert sql is not None
         with self.store.connection.cursor() as cursor:
             cursor.execute(sql)
