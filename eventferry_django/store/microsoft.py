@@ -1,9 +1,9 @@
-"""SQL Server (2016 SP1+, Azure SQL Database, Managed Instance): all of its T-SQL.
+"""SQL Server (2016 SP1+, Azure SQL Database, Managed Instance): the dialect and its
+parts but the DDL (``microsoft_schema.py``) and the reading of its errors
+(``microsoft_errors.py``).
 
-The DDL is one batch of independently guarded blocks, so re-running it after a partial
-deployment (say a DBA created the table but not the indexes) creates only what is
-missing. mssql-django sends a statement string to the server as one batch; ``GO`` is a
-client-side separator that it does not understand, so none is emitted.
+The claim is one batch that commits or rolls back its own transaction; rows other claims
+hold are skipped with READPAST, which under RCSI needs READCOMMITTEDLOCK beside it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from .base import Dialect
 from .closed_rows import ClosedRowSelection, ClosedRowsSql, codes
@@ -20,8 +20,8 @@ from .inbox_sql import InboxSql
 from .inserts import InsertSql
 from .limits import SQL_SERVER_DELETE_ROWS
 from .microsoft_errors import DEADLOCK_VICTIM, SERIALIZATION_FAILURE, native_errors, sqlstate
+from .microsoft_schema import MicrosoftSchema
 from .purge import PurgeSql
-from .schema import SchemaSql
 from .settlement_sql import SettlementSql
 from .sql import (
     HEADS,
@@ -43,7 +43,6 @@ from .tables import (
     MIGRATED_COLUMNS,
     OPEN_STATUSES_SQL,
     Column,
-    Index,
     Table,
 )
 
@@ -54,11 +53,6 @@ MILLISECONDS_A_DAY = 86_400_000
 #: taken are held until commit (UPDLOCK), with locking semantics under RCSI too
 #: (READCOMMITTEDLOCK); see :attr:`MicrosoftDialect.probe_hint` for the head probe.
 _CANDIDATE_HINTS = "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)"
-
-
-def _unicode_literal(value: str) -> str:
-    # Only validated identifiers reach this (no quotes possible), so no escaping needed.
-    return f"N'{value}'"
 
 
 class MicrosoftClosedRows(ClosedRowsSql):
@@ -108,136 +102,6 @@ class MicrosoftClosedRows(ClosedRowsSql):
         # Row locks, and the committed rows read, as purge_archived_sql says.
         return (f"DELETE FROM {self.table} WITH (ROWLOCK, READCOMMITTEDLOCK) "
                 f"WHERE {self.selection_condition(selection)}")
-
-
-class MicrosoftSchema(SchemaSql):
-    """The DDL of microsoft's tables."""
-
-    supports_include = True
-
-    status_keyed_probe = False
-
-    filtered_retention_index = True
-
-    COLUMN_TYPES: ClassVar[dict[str, str]] = {
-        "id": "BIGINT IDENTITY(1,1) NOT NULL",
-        "text64": "NVARCHAR(64)",
-        "text255": "NVARCHAR(255)",
-        "text4000": "NVARCHAR(4000)",
-        "json": "NVARCHAR(MAX)",
-        "tinyint": "TINYINT",
-        "int": "INT",
-        "timestamp": "DATETIME2(3)",
-    }
-
-    DEFAULTS: ClassVar[dict[str, str]] = {
-        "empty_json": "(N'{}')",
-        "zero": "(0)",
-        "now": "(SYSUTCDATETIME())",
-    }
-
-    def column_type(self, column: Column) -> str:
-        # SQL Server 2025 / current Azure SQL have a native json type; ISJSON checks are
-        # then neither needed nor allowed.
-        if column.kind == "json" and self.native_json:
-            return "JSON"
-        return super().column_type(column)
-
-    def default_clause(self, table: Table, column: Column) -> str:
-        # Named, so a later ALTER can find the constraint without looking up a random name.
-        name = self.quote(table.name.default_constraint(column.name))
-        return f" CONSTRAINT {name}{super().default_clause(table, column)}"
-
-    def json_check(self, column: str) -> str | None:
-        if self.native_json:
-            return None
-        return f"ISJSON({self.quote(column)}) = 1"
-
-    def primary_key(self, table: Table) -> str:
-        # A clustered B-tree on an ascending id is part of the design: row locks and
-        # READPAST depend on it, a clustered columnstore would silently break both, and
-        # new rows append at the end of the index instead of splitting pages.
-        return (
-            f"CONSTRAINT {self.quote(table.name.primary_key)} "
-            f"PRIMARY KEY CLUSTERED ({self.quote('id')})"
-        )
-
-    def object_id(self, table: Table) -> str:
-        return f"OBJECT_ID({_unicode_literal(self.qualified(table))}, N'U')"
-
-    def guarded_blocks(self, table: Table | None = None) -> list[tuple[str, str]]:
-        """(guard condition, statement) pairs: the table first, then each index."""
-        table = table or self.outbox
-        create = f"CREATE TABLE {self.qualified(table)} {self.table_body(table, indent='    ')}"
-        blocks = [(f"{self.object_id(table)} IS NULL", create)]
-        blocks += [self.index_block(index, table) for index in table.indexes]
-        return blocks
-
-    def index_guard(self, index: Index, table: Table, *, exists: bool) -> str:
-        return (
-            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.indexes "
-            f"WHERE name = {_unicode_literal(index.name)} AND object_id = {self.object_id(table)})"
-        )
-
-    def index_block(self, index: Index, table: Table) -> tuple[str, str]:
-        return (self.index_guard(index, table, exists=False),
-                f"CREATE NONCLUSTERED INDEX {self.index_definition(index, table)}")
-
-    @staticmethod
-    def batch(blocks: Sequence[tuple[str, str]]) -> str:
-        """Guarded blocks as one batch (no ``GO``: mssql-django sends a string as is)."""
-        return "\n".join(f"IF {guard}\nBEGIN\n    {statement};\nEND;"
-                         for guard, statement in blocks)
-
-    def create_statements(self, table: Table | None = None) -> list[str]:
-        # One batch; each object under its own guard, so any missing part is repaired.
-        return [self.batch(self.guarded_blocks(table))]
-
-    def create_index_statements(self, index: Index, table: Table) -> list[str]:
-        return [self.batch([self.index_block(index, table)])]
-
-    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
-        return [self.batch([(self.index_guard(index, table, exists=True),
-                             f"DROP INDEX {self.quote(index.name)} ON {self.qualified(table)}")])]
-
-    def drop_statements(self, table: Table | None = None) -> list[str]:
-        return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
-
-    def column_guard(self, column: Column, table: Table, *, exists: bool) -> str:
-        return (
-            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.columns "
-            f"WHERE name = {_unicode_literal(column.name)} AND object_id = {self.object_id(table)})"
-        )
-
-    def add_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [self.batch([(self.column_guard(column, table, exists=False),
-                             f"ALTER TABLE {self.qualified(table)} "
-                             f"ADD {self.column_definition(table, column)}")])]
-
-    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [self.batch([(self.column_guard(column, table, exists=True),
-                             f"ALTER TABLE {self.qualified(table)} "
-                             f"DROP COLUMN {self.quote(column.name)}")])]
-
-    def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
-        """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.
-
-        Every insert goes to the last page of the key, so many concurrent publishers
-        queue on that page's latch; the option (SQL Server 2019, Azure SQL Database and
-        Managed Instance) paces them so the latch keeps moving. It is printed by
-        ``outbox_sql --optimize-sequential-key`` for a DBA who sees that contention, not
-        run by a migration. SQL Server 2016 and 2017
-        reject the option even in a branch not taken, so the ALTER is compiled only where
-        the guard holds: major version 15 or later, or engine edition 5 (Azure SQL
-        Database) or 8 (Managed Instance), whose version number says 12.
-        """
-        alter = (f"ALTER INDEX {self.quote(table.name.primary_key)} ON {self.qualified(table)} "
-                 f"SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = {'ON' if on else 'OFF'})")
-        return [
-            "IF CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) >= 15\n"
-            "    OR CAST(SERVERPROPERTY('EngineEdition') AS INT) IN (5, 8)\n"
-            f"    EXEC(N'{alter}');"
-        ]
 
 
 def _claimed_type(column: Column) -> str:
