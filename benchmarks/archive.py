@@ -107,6 +107,16 @@ def jvm_peak_rss_mib(spark: Any) -> float:
     return float("nan")
 
 
+def cpu_seconds(spark: Any) -> tuple[float, float]:
+    """CPU time (user + system) the JVM and this process have used so far: unlike wall
+    time, it hardly depends on what else the machine runs."""
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return jvm, own.ru_utime + own.ru_stime
+
+
 def load() -> str:
     return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
@@ -135,6 +145,7 @@ def main() -> None:
         started = time.monotonic()
         with spark_session(outbox_source(), get_settings().spark, args.master) as spark:
             start_seconds = time.monotonic() - started
+            cpu_before = cpu_seconds(spark)
             result = archive(ArchiveRequest(path=path, older_than=dt.timedelta(days=1),
                                             purge=True, partitions=args.partitions),
                              lambda line: print(f"[{time.monotonic() - started:6.1f}s] {line}",
@@ -143,6 +154,8 @@ def main() -> None:
             assert result.archived == result.purged == args.rows, result.summary()
             assert not OutboxEvent.objects.exists()
             archive_rss = jvm_peak_rss_mib(spark)
+            jvm_cpu, python_cpu = (after - before for after, before
+                                   in zip(cpu_seconds(spark), cpu_before, strict=True))
             archive_python_rss = python_peak_rss_mib()
             load_after_archive = load()
             if args.archive_only:
@@ -179,6 +192,8 @@ def main() -> None:
          f"{n / end_to_end:,.0f}", f"<= {target:.0f} s"),
         ("peak RSS after the archive: JVM / driver's Python",
          f"{archive_rss:,.0f} / {archive_python_rss:,.0f} MiB", "", ""),
+        ("CPU time of the archive: JVM / driver's Python (PostgreSQL's not counted)",
+         f"{jvm_cpu:.0f} / {python_cpu:.0f} s", "", ""),
         ("load average (1, 5, 15 min) after the archive", load_after_archive, "", ""),
     ]
     if replayed is not None and figures is not None:

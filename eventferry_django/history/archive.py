@@ -158,6 +158,23 @@ def _topics(stats: Sequence[SelectionStats]) -> dict[str, int]:
     return topics
 
 
+def _checksum_columns() -> list[Any]:
+    """Spark aggregates of the id checksum, as the freeze computes it in SQL."""
+    from pyspark.sql import functions as F
+
+    first, second = CHECKSUM_MODULI
+    return [
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.col("id").cast("decimal(38,0)")).alias("id_sum"),
+        F.sum(((F.col("id") % first) * (F.col("id") % second)).cast("decimal(38,0)"))
+        .alias("id_mix"),
+    ]
+
+
+def _row_checksum(row: Any) -> Checksum:
+    return Checksum(int(row["rows"]), int(row["id_sum"] or 0), int(row["id_mix"] or 0))
+
+
 def truncate_to_milliseconds(value: dt.datetime) -> dt.datetime:
     """Every vendor keeps processed_at to the millisecond; so does the cutoff."""
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
@@ -335,23 +352,8 @@ class Archiver:
              .parquet(self.files.layout.staging_dir(run_id)))
 
     @staticmethod
-    def _checksum_columns() -> list[Any]:
-        from pyspark.sql import functions as F
-
-        first, second = CHECKSUM_MODULI
-        return [
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(F.col("id").cast("decimal(38,0)")).alias("id_sum"),
-            F.sum(((F.col("id") % first) * (F.col("id") % second)).cast("decimal(38,0)"))
-            .alias("id_mix"),
-        ]
-
-    @staticmethod
-    def _row_checksum(row: Any) -> Checksum:
-        return Checksum(int(row["rows"]), int(row["id_sum"] or 0), int(row["id_mix"] or 0))
-
-    def _read_back(self, frame: Any) -> Checksum:
-        return self._row_checksum(frame.agg(*self._checksum_columns()).collect()[0])
+    def _read_back(frame: Any) -> Checksum:
+        return _row_checksum(frame.agg(*_checksum_columns()).collect()[0])
 
     def _purge_width(self) -> int:
         bound = self.store.dialect.closed_rows.max_purge_range_ids
@@ -364,8 +366,8 @@ class Archiver:
 
         frame = read_committed(self.spark, self.files, run_ids=[manifest.run_id])
         rows = (frame.groupBy(F.floor(F.col("id") / self._purge_width()).alias("range"))
-                .agg(*self._checksum_columns()).collect())
-        return {int(row["range"]): self._row_checksum(row) for row in rows}
+                .agg(*_checksum_columns()).collect())
+        return {int(row["range"]): _row_checksum(row) for row in rows}
 
     def _verified_stats(
         self, run_id: str, selection: ClosedRowSelection, frozen: list[SelectionStats],
