@@ -157,11 +157,20 @@ SETTINGS: tuple[Setting, ...] = (
         "driver (see [The Spark history pipeline](history.md)).",
         "eventferry.E060", ("eventferry.E061",),
     ),
+    Setting(
+        "ARCHIVE_FORMAT", "\"parquet\" or \"delta\"", "parquet",
+        "What `outbox_archive` writes when `--format` is not given: a directory of Parquet "
+        "runs with manifests, or a Delta Lake table (see [The Spark history pipeline]"
+        "(history.md#delta-lake-tables)).",
+        "eventferry.E065",
+    ),
 )
 
 #: Each key's default, derived from :data:`SETTINGS`.
 DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
 
+#: What ``outbox_archive`` can write.
+ARCHIVE_FORMATS = ("parquet", "delta")
 #: JDBC drivers the history pipeline can use for SQL Server.
 SQLSERVER_DRIVERS = ("mssql-jdbc", "jtds")
 #: Spark settings that have a key of their own in SPARK, so CONF cannot contradict it.
@@ -213,6 +222,7 @@ class EventferrySettings:
     max_payload_bytes: int = DEFAULTS["MAX_PAYLOAD_BYTES"]
     publisher: PublisherConfig = field(default_factory=PublisherConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    archive_format: str = DEFAULTS["ARCHIVE_FORMAT"]
 
     @property
     def table_name(self) -> TableName:
@@ -336,8 +346,20 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         max_payload_bytes=reader.positive_int("MAX_PAYLOAD_BYTES"),
         publisher=_parse_publisher(reader),
         spark=_parse_spark(reader),
+        archive_format=_parse_archive_format(reader),
     )
     return settings, reader.problems
+
+
+def _parse_archive_format(reader: _Reader) -> str:
+    value = reader.get("ARCHIVE_FORMAT")
+    if value not in ARCHIVE_FORMATS:
+        reader.fail("ARCHIVE_FORMAT", f"is {value!r}; it must be one of "
+                    f"{', '.join(ARCHIVE_FORMATS)}.",
+                    "parquet writes Parquet runs with manifests; delta writes a Delta Lake "
+                    "table (needs the deltalake package of the spark extra).")
+        return DEFAULTS["ARCHIVE_FORMAT"]  # type: ignore[no-any-return]
+    return value  # type: ignore[no-any-return]
 
 
 _BACKOFF_HINT = (

@@ -13,7 +13,8 @@ One run:
 4. **Read** it with Spark's JDBC source split into id ranges, and **write** Parquet
    partitioned by topic and day of processed_at to a staging directory.
 5. **Verify** the staging read back (count and id checksum) against the freeze.
-6. **Commit**: move staging into place and write the manifest, last.
+6. **Commit**: move staging into place and write the manifest, last; or, for a Delta
+   table, commit the files as one Delta version (see :mod:`.run_tables`).
 7. **Verify** the committed run as readers see it, then **purge** (with ``purge``)
    exactly the archived (id, processed_at) pairs still closed: it reads them back one
    id range at a time (``purge_range_size`` ids) and deletes ``purge_batch_size`` rows a
@@ -44,7 +45,7 @@ from .errors import HistoryError, NotVerified
 from .jdbc import JdbcSource, outbox_source
 from .layout import new_run_id
 from .manifest import Checksum, Manifest, PurgeRecord, archived_spans
-from .reader import read_committed
+from .run_tables import RunTable, run_table
 from .session import spark_session, watch_tasks
 from .source import read_outbox
 from .storage import ArchiveFiles
@@ -77,6 +78,8 @@ class ArchiveRequest:
     purge_batch_size: int = DEFAULT_PURGE_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
     using: str | None = None
+    #: ``parquet`` or ``delta``; None: ``EVENTFERRY["ARCHIVE_FORMAT"]``.
+    format: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
@@ -160,6 +163,7 @@ class Workspace:
     cutoff: dt.datetime
     spark: Any
     files: ArchiveFiles
+    table: RunTable
 
 
 @contextmanager
@@ -173,8 +177,10 @@ def open_workspace(request: ArchiveRequest) -> Iterator[Workspace]:
     source = outbox_source(store.alias)
     cutoff = truncate_to_milliseconds(store.utc_now() - request.older_than)
     with spark_session(source, spark_settings, request.master) as spark:
+        files = ArchiveFiles(spark, request.path)
+        table = run_table(spark, files, request.format or get_settings().archive_format)
         yield Workspace(store=store, source=source, statuses=statuses, cutoff=cutoff,
-                        spark=spark, files=ArchiveFiles(spark, request.path))
+                        spark=spark, files=files, table=table)
 
 
 class Archiver:
@@ -190,6 +196,7 @@ class Archiver:
         self.cutoff = workspace.cutoff
         self.spark = workspace.spark
         self.files = workspace.files
+        self.table = workspace.table
 
     # -- the run -----------------------------------------------------------------------
     def run(self) -> ArchiveResult:
@@ -198,7 +205,7 @@ class Archiver:
             return self._dry_run(result)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         with self.files.locked(run_id):
-            self._remove_leftovers()
+            self.table.repair(self.progress)
             if self.request.purge:
                 self._resume_purges(result)
             self._archive(run_id, result)
@@ -215,12 +222,6 @@ class Archiver:
     def _selection(self, cutoff: dt.datetime, manifests: Sequence[Manifest]) -> ClosedRowSelection:
         return ClosedRowSelection(statuses=tuple(int(s) for s in self.statuses), before=cutoff,
                                   archived=archived_spans(manifests))
-
-    def _remove_leftovers(self) -> None:
-        committed = {m.run_id for m in self.files.manifests()}
-        for leftover in self.files.uncommitted(committed):
-            self.progress(f"Removing {leftover}: a run that never committed left it.")
-            self.files.delete(leftover)
 
     def _resume_purges(self, result: ArchiveResult) -> None:
         purged = self.files.purged_runs()
@@ -264,10 +265,10 @@ class Archiver:
             source={"vendor": self.source.vendor, "database": self.store.alias,
                     "table": self.store.dialect.table},
         )
-        self.files.commit(manifest)
-        committed = self._read_back(read_committed(self.spark, self.files, run_ids=[run_id]))
+        self.table.commit(manifest)
+        committed = self._read_back(self.table.read(run_id))
         if committed != manifest.checksum:
-            self.files.retract(run_id)
+            self.table.retract(run_id)
             raise NotVerified(
                 f"Run {run_id} read back through its manifest as {committed.describe()}, "
                 f"not {manifest.checksum.describe()}; the commit was undone and nothing purged."
@@ -303,8 +304,9 @@ class Archiver:
 
     def _write(self, run_id: str, selection: ClosedRowSelection, rows: int) -> None:
         partitions = self._partitions(rows)
-        frame = read_outbox(self.spark, self.source, self.store.dialect, selection,
-                            partitions=partitions, fetch_size=self.request.fetch_size)
+        frame = self.table.prepare(
+            read_outbox(self.spark, self.source, self.store.dialect, selection,
+                        partitions=partitions, fetch_size=self.request.fetch_size), run_id)
         self.progress(f"Reading {rows:,} row(s) in {partitions} id range(s) and writing "
                       "Parquet ...")
 
@@ -358,7 +360,7 @@ class Archiver:
 
         # The driver takes the archived keys one range of purge_range_size ids at a time:
         # a few hundred arrays rather than a million rows.
-        ranges = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+        ranges = (self.table.read(manifest.run_id)
                   .groupBy(F.floor(F.col("id") / self.request.purge_range_size).alias("range"))
                   .agg(F.collect_list(F.array("id", F.unix_micros("processed_at")))
                        .alias("keys")))

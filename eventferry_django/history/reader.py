@@ -1,4 +1,5 @@
-"""Reading an archive: committed runs only.
+"""Reading an archive: committed runs only (a Delta table's current version: see
+:mod:`.delta_reader`).
 
 The data of every run lies under ``ROOT/archive_run_id=RUN/``; a run is committed when
 ``ROOT/_manifests/RUN.json`` exists. A crash can leave a run directory without its
@@ -52,6 +53,11 @@ def read_committed(
     partition (topic, day) before any file is opened."""
     from pyspark.sql import functions as F
 
+    if files.exists(files.layout.delta_log):
+        from .delta_reader import read_delta
+
+        return read_delta(spark, files.layout.root, topics=topics, since=since, until=until,
+                          run_ids=run_ids)
     committed = [m.run_id for m in files.manifests()]
     if run_ids is not None:
         committed = [r for r in committed if r in set(run_ids)]

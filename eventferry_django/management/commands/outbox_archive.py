@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
+from ...conf import ARCHIVE_FORMATS
 from ...contract import MAX_BATCH
 from ...history.archive import (
     DEFAULT_PURGE_BATCH,
@@ -58,6 +59,10 @@ class Command(EventferryCommand):
                             f"{DEFAULT_PURGE_BATCH}).")
         parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH), metavar="N",
                             help="Deprecated: --purge-range-size N --purge-batch-size N.")
+        parser.add_argument("--format", choices=ARCHIVE_FORMATS,
+                            help="parquet: Parquet runs with manifests; delta: a Delta Lake "
+                            "table, one commit per run (default: "
+                            "EVENTFERRY['ARCHIVE_FORMAT'], parquet unless set).")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print what would be archived, per topic and status; "
                             "change nothing.")
@@ -71,7 +76,7 @@ class Command(EventferryCommand):
             purge=options["purge"], partitions=options["partitions"],
             master=options["master"], dry_run=options["dry_run"],
             purge_range_size=range_size, purge_batch_size=batch_size,
-            using=database_alias(options),
+            using=database_alias(options), format=options["format"],
         )
         with exit_codes():
             result = archive(request, progress_printer(self.stdout, options["verbosity"]))

@@ -1,0 +1,141 @@
+"""outbox_archive --format delta with real Spark (local mode) on the real test database:
+one Delta commit per run that delta-rs and Polars read, idempotent, crash-safe."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from eventferry_django.history.archive import ArchiveRequest, archive
+from eventferry_django.history.delta import archive_app_id
+from eventferry_django.history.reader import read_committed
+from eventferry_django.history.storage import ArchiveFiles
+from eventferry_django.models import OutboxEvent, Status
+
+from .history_data import seed
+from .relay_process import ROOT, relay_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_delta(root: Path, **options: Any) -> Any:
+    return archive(ArchiveRequest(path=str(root), older_than=dt.timedelta(days=1),
+                                  status="both", format="delta", **options))
+
+
+def log_versions(root: Path) -> list[int]:
+    return sorted(int(p.stem) for p in (root / "_delta_log").glob("*.json"))
+
+
+def expected_rows(cutoff: dt.datetime) -> dict[int, str]:
+    return dict(OutboxEvent.objects.filter(
+        status__in=(Status.DONE, Status.DEAD), processed_at__lt=cutoff,
+    ).values_list("id", "message_id"))
+
+
+def test_a_delta_archive_is_one_commit_per_run_that_deltalake_and_polars_read(
+        spark: Any, tmp_path: Path) -> None:
+    import polars as pl
+    from deltalake import DeltaTable
+
+    seed()
+    root = tmp_path / "table"
+    expected = expected_rows(dt.datetime.now(dt.UTC) - dt.timedelta(days=1))
+    result = run_delta(root, purge=True)
+    assert result.archived == len(expected) == 9_400 and result.purged == 9_400
+
+    table = DeltaTable(str(root))
+    assert log_versions(root) == [0, 1] and table.version() == 1  # created, then the run
+    assert table.transaction_version(archive_app_id(str(result.run_id))) == 1
+    assert table.metadata().partition_columns == ["topic", "day"]
+    frame = pl.read_delta(str(root))
+    assert frame.height == 9_400 and frame["id"].n_unique() == 9_400
+    assert dict(zip(frame["id"].to_list(), frame["message_id"].to_list(), strict=True)) == expected
+    assert set(frame["archive_run_id"].to_list()) == {result.run_id}
+    assert "odd/topic: ü=1" in set(frame["topic"].to_list())
+    by_day = frame.select((pl.col("day") == pl.col("processed_at").dt.date()).all()).item()
+    assert by_day
+    # The log holds no payload and no aggregate id: statistics cover id and time only.
+    log = "".join(p.read_text() for p in (root / "_delta_log").glob("*.json"))
+    assert "agg-" not in log and '"total"' not in log
+    # Spark reads it through the same reader as a Parquet archive.
+    assert read_committed(spark, ArchiveFiles(spark, str(root))).count() == 9_400
+
+    # A second run finds nothing new and makes no commit.
+    again = run_delta(root, purge=True)
+    assert again.archived == 0 and log_versions(root) == [0, 1]
+    assert OutboxEvent.objects.count() == 600
+
+
+def test_a_parquet_archive_is_not_turned_into_a_delta_table(spark: Any, tmp_path: Path) -> None:
+    seed(old_done=20, old_dead=0, recent=0, open_each=0)
+    root = tmp_path / "archive"
+    archive(ArchiveRequest(path=str(root), older_than=dt.timedelta(days=1), format="parquet"))
+    with pytest.raises(Exception, match="holds a parquet archive"):
+        run_delta(root)
+    assert not (root / "_delta_log").exists()
+
+
+def kill_during_commit(root: Path, when: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "tests/delta_process.py", when, "--to", str(root), "--older-than",
+         "1d", "--status", "both", "--purge", "--format", "delta"],
+        env=relay_env(settings.EVENTFERRY), cwd=ROOT, capture_output=True, timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("when", ["before-commit", "after-commit"])
+def test_a_run_killed_during_its_delta_commit_appends_exactly_once(
+        spark: Any, tmp_path: Path, when: str) -> None:
+    """SIGKILL of a real archive process just before delta-rs commits its files, and just
+    after: the next run removes the uncommitted files, or finishes the committed run;
+    either way every row is in the table once and purged once."""
+    from deltalake import DeltaTable
+
+    seed()
+    root = tmp_path / "table"
+    killed = kill_during_commit(root, when)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    pending = list((root / "_commits").glob("*.json"))
+    assert len(pending) == 1 and (root / "_lock").exists()
+    run_id = pending[0].stem
+    moved = json.loads(pending[0].read_text())["files"]
+    assert moved and all((root / f).exists() for f in moved)
+    committed = DeltaTable(str(root)).transaction_version(archive_app_id(run_id))
+    assert committed == (1 if when == "after-commit" else None)
+    assert OutboxEvent.objects.count() == 10_000
+
+    result = run_delta(root, purge=True)
+    table = DeltaTable(str(root))
+    ids = [row["id"] for row in read_committed(
+        spark, ArchiveFiles(spark, str(root))).select("id").collect()]
+    assert len(ids) == len(set(ids)) == 9_400
+    assert OutboxEvent.objects.count() == 600
+    assert not (root / "_lock").exists() and not list((root / "_commits").glob("*.json"))
+    if when == "after-commit":
+        assert result.archived == 0 and result.resumed == [run_id]
+        assert table.version() == 1
+    else:
+        assert result.archived == 9_400 and table.version() == 1
+        assert not any((root / f).exists() for f in moved)
+        assert table.transaction_version(archive_app_id(run_id)) is None
+    on_disk = {p.relative_to(root).as_posix() for p in root.glob("topic=*/day=*/*.parquet")}
+    assert on_disk == {f for f in table.file_uris() for f in [
+        Path(f).relative_to(root).as_posix()]}
+
+
+def test_format_is_checked(spark: Any, tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    with pytest.raises(CommandError, match="invalid choice: 'iceberg'"):
+        call_command("outbox_archive", "--to", str(tmp_path), "--format", "iceberg")
