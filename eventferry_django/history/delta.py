@@ -167,12 +167,12 @@ class DeltaArchive:
         return [DataFile(unquote(path), topic, str(day))
                 for path, topic, day in zip(*columns, strict=True)]
 
-    def delete(self, predicate: str, metadata: dict[str, str]) -> int:
-        """Delete the rows matching ``predicate`` (rewriting the files that hold them)
-        in one commit; the rows deleted."""
+    def delete(self, predicate: str, metadata: dict[str, str]) -> tuple[int, int]:
+        """Delete the rows matching ``predicate`` in one commit that rewrites the files
+        holding them: (rows deleted, files rewritten)."""
         metrics = self.table().delete(predicate,
                                       commit_properties=self._properties(metadata))
-        return int(metrics.get("num_deleted_rows", 0))
+        return int(metrics.get("num_deleted_rows", 0)), int(metrics.get("num_removed_files", 0))
 
     def vacuum(self) -> list[str]:
         """Delete every file no version from now on refers to, whatever the table's

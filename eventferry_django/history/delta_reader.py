@@ -20,10 +20,9 @@ from .layout import RUN_PARTITION
 _GLOB_CHARACTERS = "\\{}[]*?"
 
 
-def spark_path(root: str, relative: str) -> str:
-    """A data file's path for ``spark.read``: globbing characters escaped, so a topic
-    such as ``a[1]`` names its file, not a pattern."""
-    path = f"{root.rstrip('/')}/{relative}"
+def glob_escaped(path: str) -> str:
+    """A file's path for ``spark.read``: globbing characters escaped, so a topic such
+    as ``a[1]`` names its file, not a pattern."""
     return "".join(f"\\{c}" if c in _GLOB_CHARACTERS else c for c in path)
 
 
@@ -72,7 +71,8 @@ def read_delta(
         [(f"{_local(base)}/{f.path}", f.topic, dt.date.fromisoformat(f.day)) for f in files],
         "_file string, topic string, day date",
     )
-    frame = (spark.read.schema(data_schema).parquet(*[spark_path(base, f.path) for f in files])
+    paths = [glob_escaped(f"{base}/{f.path}") for f in files]
+    frame = (spark.read.schema(data_schema).parquet(*paths)
              .withColumn("_file", F.regexp_replace(decoded_path_column(), "^file:/+", "/"))
              .join(F.broadcast(partitions), "_file").drop("_file")
              .select(*[f.name for f in schema.fields]))

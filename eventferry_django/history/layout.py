@@ -7,6 +7,7 @@
     ROOT/_staging/archive_run_id=RUN/...   a run being written
     ROOT/_lock                   held by the archive run in progress
     ROOT/_erasures/ID.json       one erasure: when, which aggregate, how many rows
+    ROOT/_erasing/ID/            the Parquet files an erasure is rewriting
 
 A Delta archive (:mod:`.delta`) adds ``ROOT/_delta_log/`` and ``ROOT/_commits/``.
 
@@ -70,6 +71,9 @@ class ArchiveLayout:
 
     def commit_record(self, run_id: str) -> str:
         return self._join("_commits", f"{run_id}.json")
+
+    def erasure_staging(self, erasure_id: str) -> str:
+        return self._join("_erasing", erasure_id)
 
     def erasure_record(self, erasure_id: str) -> str:
         return self._join("_erasures", f"{erasure_id}.json")
