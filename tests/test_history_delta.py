@@ -8,11 +8,13 @@ import json
 import signal
 import subprocess
 import sys
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from eventferry_django.history.archive import ArchiveRequest, archive
@@ -27,8 +29,8 @@ from .relay_process import ROOT, relay_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def run_delta(root: Path, **options: Any) -> Any:
-    return archive(ArchiveRequest(path=str(root), older_than=dt.timedelta(days=1),
+def run_delta(root: Path, older_than_days: int = 1, **options: Any) -> Any:
+    return archive(ArchiveRequest(path=str(root), older_than=dt.timedelta(days=older_than_days),
                                   status="both", format="delta", **options))
 
 
@@ -135,7 +137,48 @@ def test_a_run_killed_during_its_delta_commit_appends_exactly_once(
 
 
 def test_format_is_checked(spark: Any, tmp_path: Path) -> None:
-    from django.core.management import call_command
-
     with pytest.raises(CommandError, match="invalid choice: 'iceberg'"):
         call_command("outbox_archive", "--to", str(tmp_path), "--format", "iceberg")
+
+
+def test_compaction_merges_the_small_files_of_many_runs_in_one_commit(
+        spark: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    seed(old_done=3_000, old_dead=0, recent=0, open_each=0)
+    root = tmp_path / "table"
+    for days in (4, 3, 2):  # three runs, each three Spark tasks: many files a partition
+        assert run_delta(root, partitions=3, older_than_days=days).archived > 0
+    before = DeltaTable(str(root))
+    rows_before = sorted((r["id"], r["message_id"], r["archive_run_id"]) for r in read_committed(
+        spark, ArchiveFiles(spark, str(root))).select("id", "message_id", "archive_run_id").collect())
+    files_before = len(before.file_uris())
+    partitions = {(f.split("/topic=")[1].split("/")[0], f.split("/day=")[1].split("/")[0])
+                  for f in before.file_uris()}
+    assert files_before > 2 * len(partitions)
+
+    out = StringIO()
+    call_command("outbox_archive", "--to", str(root), "--older-than", "1d", "--format",
+                 "delta", "--compact", stdout=out)
+    assert "Compacted" in out.getvalue(), out.getvalue()
+    after = DeltaTable(str(root))
+    assert after.version() == before.version() + 2  # the run, then one compaction commit
+    assert after.history(1)[0]["operation"] == "OPTIMIZE"
+    assert len(after.file_uris()) < files_before
+    assert len(after.file_uris()) == len(partitions | {
+        (f.split("/topic=")[1].split("/")[0], f.split("/day=")[1].split("/")[0])
+        for f in after.file_uris()})
+    rows_after = sorted((r["id"], r["message_id"], r["archive_run_id"]) for r in read_committed(
+        spark, ArchiveFiles(spark, str(root))).select("id", "message_id", "archive_run_id").collect())
+    fresh = [r for r in rows_after if r not in set(rows_before)]
+    assert [r for r in rows_after if r in set(rows_before)] == rows_before
+    assert len(rows_after) == len({r[0] for r in rows_after}) == 3_000 == len(rows_before) + len(fresh)
+
+
+def test_compaction_of_a_parquet_archive_is_refused_before_anything_runs(
+        spark: Any, tmp_path: Path) -> None:
+    seed(old_done=10, old_dead=0, recent=0, open_each=0)
+    with pytest.raises(CommandError, match="--compact needs a Delta archive"):
+        call_command("outbox_archive", "--to", str(tmp_path / "p"), "--older-than", "1d",
+                     "--compact", stdout=StringIO())
+    assert OutboxEvent.objects.count() == 10 and not (tmp_path / "p" / "_manifests").exists()

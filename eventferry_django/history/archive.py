@@ -41,6 +41,7 @@ from ..models import Status
 from ..store.closed_rows import CHECKSUM_MODULI, ClosedRowSelection, SelectionStats
 from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore
+from .compaction import CompactionResult, compact
 from .errors import HistoryError, NotVerified
 from .jdbc import JdbcSource, outbox_source
 from .layout import new_run_id
@@ -80,6 +81,9 @@ class ArchiveRequest:
     using: str | None = None
     #: ``parquet`` or ``delta``; None: ``EVENTFERRY["ARCHIVE_FORMAT"]``.
     format: str | None = None
+    #: After the run, merge small files per partition into files of about this many
+    #: bytes (a Delta archive only; see :mod:`.compaction`). None: no compaction.
+    compact_target_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
@@ -110,6 +114,7 @@ class ArchiveResult:
     resumed: list[str] = field(default_factory=list)
     unpurged: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    compaction: CompactionResult | None = None
 
     @property
     def selected_rows(self) -> int:
@@ -131,7 +136,8 @@ class ArchiveResult:
             if self.resumed:
                 text += f", finishing {len(self.resumed)} earlier run(s)"
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
-        return text + (f" [{timings}]" if timings else "") + "."
+        text += f" [{timings}]" if timings else ""
+        return text + (f". {self.compaction.summary()}." if self.compaction else ".")
 
 
 def _checksum(stats: Sequence[SelectionStats]) -> Checksum:
@@ -201,6 +207,9 @@ class Archiver:
     # -- the run -----------------------------------------------------------------------
     def run(self) -> ArchiveResult:
         result = ArchiveResult(cutoff=self.cutoff, dry_run=self.request.dry_run)
+        if self.request.compact_target_bytes is not None and self.table.format != "delta":
+            raise HistoryError("--compact needs a Delta archive (--format delta): a Parquet "
+                               "archive's files belong to the runs their manifests commit.")
         if self.request.dry_run:
             return self._dry_run(result)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
@@ -209,6 +218,9 @@ class Archiver:
             if self.request.purge:
                 self._resume_purges(result)
             self._archive(run_id, result)
+            if self.request.compact_target_bytes is not None:
+                result.compaction = compact(self.files, self.progress,
+                                            self.request.compact_target_bytes)
         return result
 
     def _dry_run(self, result: ArchiveResult) -> ArchiveResult:

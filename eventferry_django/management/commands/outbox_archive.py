@@ -17,6 +17,7 @@ from ...history.archive import (
     ArchiveRequest,
     archive,
 )
+from ...history.delta import DEFAULT_COMPACT_TARGET_BYTES
 from ...history.errors import EXIT_USAGE
 from ...history.manifest import STATUS_NAMES
 from ...maintenance import PURGE_STATUSES
@@ -24,6 +25,8 @@ from ...store.limits import SQL_SERVER_DELETE_ROWS
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand
 from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
+
+MEGABYTE = 1024 * 1024
 
 
 class Command(EventferryCommand):
@@ -63,6 +66,13 @@ class Command(EventferryCommand):
                             help="parquet: Parquet runs with manifests; delta: a Delta Lake "
                             "table, one commit per run (default: "
                             "EVENTFERRY['ARCHIVE_FORMAT'], parquet unless set).")
+        parser.add_argument("--compact", action="store_true",
+                            help="After the run, merge each partition's small files into "
+                            "files of about --compact-target-size, as one Delta commit "
+                            "(Delta archives only).")
+        parser.add_argument("--compact-target-size", type=int_range(1, 16_384), metavar="MB",
+                            default=DEFAULT_COMPACT_TARGET_BYTES // MEGABYTE,
+                            help="File size compaction aims at (default: %(default)s MB).")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print what would be archived, per topic and status; "
                             "change nothing.")
@@ -77,6 +87,8 @@ class Command(EventferryCommand):
             master=options["master"], dry_run=options["dry_run"],
             purge_range_size=range_size, purge_batch_size=batch_size,
             using=database_alias(options), format=options["format"],
+            compact_target_bytes=(options["compact_target_size"] * MEGABYTE
+                                  if options["compact"] else None),
         )
         with exit_codes():
             result = archive(request, progress_printer(self.stdout, options["verbosity"]))
