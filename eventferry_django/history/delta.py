@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from .columns import archive_schema
 from .errors import MissingPrerequisite
 
 #: The Delta table's partition columns, in path order.
@@ -50,14 +51,17 @@ def require_deltalake() -> Any:
     return deltalake
 
 
+def without_file_scheme(path: str) -> str:
+    """A ``file:`` URL as the plain local path; any other URL as it is."""
+    return "/" + path[len("file:"):].lstrip("/") if path.startswith("file:") else path
+
+
 def delta_uri(root: str) -> str:
     """The archive root (as Hadoop qualified it) in the form delta-rs opens: a local
     path for ``file:``, ``s3://`` for Hadoop's ``s3a://``, any other URL as it is."""
-    if root.startswith("file:"):
-        return "/" + root[len("file:"):].lstrip("/")
     if root.startswith("s3a://"):
         return "s3://" + root[len("s3a://"):]
-    return root
+    return without_file_scheme(root)
 
 
 def archive_app_id(run_id: str) -> str:
@@ -88,9 +92,7 @@ class StagedFile:
 
 
 def delta_schema() -> Any:
-    """The archive's columns (see :func:`.reader.archive_schema`) as a Delta schema."""
-    from .reader import archive_schema
-
+    """The archive's columns (see :func:`.columns.archive_schema`) as a Delta schema."""
     deltalake = require_deltalake()
     return deltalake.Schema([
         deltalake.Field(f.name, f.dataType.typeName(), nullable=f.nullable)

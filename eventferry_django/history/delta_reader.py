@@ -13,7 +13,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from .delta import DataFile, DeltaArchive
+from .columns import archive_schema
+from .delta import DataFile, DeltaArchive, without_file_scheme
 from .layout import RUN_PARTITION
 
 #: Characters Hadoop reads as a glob pattern in a path handed to Spark.
@@ -58,17 +59,16 @@ def read_delta(
     archive's columns, pruned by topic and day before any file is opened."""
     from pyspark.sql import functions as F
 
-    from .reader import archive_schema
-
     schema = archive_schema()
     archive = DeltaArchive(root)
     files = _selected(archive.data_files(archive.table(version)), topics, since, until)
     if not files:
         return spark.createDataFrame([], schema)
-    data_schema = schema.__class__([f for f in schema.fields if f.name not in ("topic", "day")])
+    data_schema = archive_schema(without=("topic", "day"))
     base = root.rstrip("/")
+    local = without_file_scheme(base)
     partitions = spark.createDataFrame(
-        [(f"{_local(base)}/{f.path}", f.topic, dt.date.fromisoformat(f.day)) for f in files],
+        [(f"{local}/{f.path}", f.topic, dt.date.fromisoformat(f.day)) for f in files],
         "_file string, topic string, day date",
     )
     paths = [glob_escaped(f"{base}/{f.path}") for f in files]
@@ -85,8 +85,3 @@ def read_delta(
     if until is not None:
         frame = frame.where(F.col("processed_at") < F.lit(until))
     return frame
-
-
-def _local(root: str) -> str:
-    """A ``file:`` root as the plain path the decoded file paths are compared in."""
-    return "/" + root[len("file:"):].lstrip("/") if root.startswith("file:") else root

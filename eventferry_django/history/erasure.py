@@ -103,8 +103,13 @@ class ErasureLog:
         for name in self.files.names(self.files.layout.erasures):
             erasure_id = ArchiveLayout.run_id_of(name)
             if erasure_id is not None and name.endswith(".json"):
-                text = self.files.read_text(self.files.layout.erasure_record(erasure_id))
-                found.append(ErasureRecord(**json.loads(text)))
+                path = self.files.layout.erasure_record(erasure_id)
+                try:
+                    found.append(ErasureRecord(**json.loads(self.files.read_text(path))))
+                except (ValueError, TypeError) as exc:
+                    raise HistoryError(f"The erasure log entry {path} is not one this version "
+                                       f"reads: {exc}. Move it away if it does not belong "
+                                       "to this archive.") from None
         return found
 
     def write(self, record: ErasureRecord) -> None:

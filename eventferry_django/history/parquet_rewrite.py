@@ -19,19 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .columns import archive_schema
 from .delta_reader import decoded_path_column, glob_escaped
 from .layout import RUN_PARTITION
 from .storage import ArchiveFiles
 
 Progress = Callable[[str], None]
-
-
-def _data_schema() -> Any:
-    from .reader import archive_schema
-
-    schema = archive_schema()
-    return schema.__class__([f for f in schema.fields
-                             if f.name not in (RUN_PARTITION, "topic", "day")])
 
 
 def rewrite_without(spark: Any, files: ArchiveFiles, paths: Sequence[str], keep: Any,
@@ -44,7 +37,8 @@ def rewrite_without(spark: Any, files: ArchiveFiles, paths: Sequence[str], keep:
         files.delete(staging)
         numbered = spark.createDataFrame([(p, i) for i, p in enumerate(paths)],
                                          "_file string, f int")
-        frame = (spark.read.schema(_data_schema()).parquet(*[glob_escaped(p) for p in paths])
+        data_schema = archive_schema(without=(RUN_PARTITION, "topic", "day"))
+        frame = (spark.read.schema(data_schema).parquet(*[glob_escaped(p) for p in paths])
                  .withColumn("_file", decoded_path_column())
                  .join(F.broadcast(numbered), "_file").drop("_file").where(keep))
         progress(f"Rewriting {len(paths)} Parquet file(s) without the erased rows ...")

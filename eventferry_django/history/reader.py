@@ -17,27 +17,11 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.closed_rows import ARCHIVE_COLUMNS, TIMESTAMP_COLUMNS
+from .columns import archive_schema
 from .layout import RUN_PARTITION
 from .storage import ArchiveFiles
 
-_INTEGER_COLUMNS = {"id": "long", "status": "integer", "attempts": "integer"}
-
-
-def archive_schema() -> Any:
-    """The archive's columns as Spark types, partition columns last (run, topic, day)."""
-    from pyspark.sql.types import StructType
-
-    schema = StructType()
-    for column in ARCHIVE_COLUMNS:
-        if column == "topic":
-            continue
-        kind = ("timestamp" if column in TIMESTAMP_COLUMNS
-                else _INTEGER_COLUMNS.get(column, "string"))
-        schema = schema.add(column, kind, nullable=column not in ("id", "message_id"))
-    return (schema.add(RUN_PARTITION, "string", nullable=False)
-            .add("topic", "string", nullable=False).add("day", "date", nullable=False))
-
+__all__ = ["archive_schema", "read_committed"]
 
 def read_committed(
     spark: Any,
