@@ -1,5 +1,6 @@
-"""``manage.py outbox_archive``: closed outbox rows to Parquet with Spark, verified and
-committed; with ``--purge``, then deleted from the outbox."""
+"""``manage.py outbox_archive``: closed outbox rows to Parquet or a Delta table with
+Spark, verified and committed; with ``--purge``, then deleted from the outbox; with
+``--compact``, a Delta table's small files merged."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ MEGABYTE = 1024 * 1024
 class Command(EventferryCommand):
     help = (
         "Archive done (and, with --status, dead) outbox rows processed longer ago than "
-        "--older-than to Parquet at --to, partitioned by topic and day; with --purge, "
+        "--older-than to Parquet runs or (--format delta) a Delta table at --to, "
+        "partitioned by topic and day; with --purge, "
         "delete exactly the archived rows from the outbox once the archive is verified. "
         + EXIT_CODES_HELP
     )
