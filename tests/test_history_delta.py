@@ -96,44 +96,48 @@ def kill_during_commit(root: Path, when: str) -> subprocess.CompletedProcess[byt
     )
 
 
-@pytest.mark.parametrize("when", ["before-commit", "after-commit"])
-def test_a_run_killed_during_its_delta_commit_appends_exactly_once(
-        spark: Any, tmp_path: Path, when: str) -> None:
-    """SIGKILL of a real archive process just before delta-rs commits its files, and just
-    after: the next run removes the uncommitted files, or finishes the committed run;
-    either way every row is in the table once and purged once."""
+def pending_run(root: Path) -> tuple[str, list[str]]:
+    """The run id and the moved files of the one run caught between its files and its
+    manifest."""
+    (pending,) = (root / "_commits").glob("*.json")
+    return pending.stem, json.loads(pending.read_text())["files"]
+
+
+def test_runs_killed_just_before_and_just_after_their_delta_commit_append_exactly_once(
+        spark: Any, tmp_path: Path) -> None:
+    """SIGKILL of a real archive process just before delta-rs commits its files, then of
+    another just after: each next run removes the uncommitted files, or finishes the
+    committed run; every row ends in the table once and is purged once."""
     from deltalake import DeltaTable
 
     seed()
     root = tmp_path / "table"
-    killed = kill_during_commit(root, when)
+    killed = kill_during_commit(root, "before-commit")
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
-    pending = list((root / "_commits").glob("*.json"))
-    assert len(pending) == 1 and (root / "_lock").exists()
-    run_id = pending[0].stem
-    moved = json.loads(pending[0].read_text())["files"]
-    assert moved and all((root / f).exists() for f in moved)
-    committed = DeltaTable(str(root)).transaction_version(archive_app_id(run_id))
-    assert committed == (1 if when == "after-commit" else None)
-    assert OutboxEvent.objects.count() == 10_000
+    first, first_files = pending_run(root)
+    assert first_files and all((root / f).exists() for f in first_files)
+    assert (root / "_lock").exists() and OutboxEvent.objects.count() == 10_000
+    assert DeltaTable(str(root)).transaction_version(archive_app_id(first)) is None
+
+    killed = kill_during_commit(root, "after-commit")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    second, second_files = pending_run(root)
+    assert second != first and not any((root / f).exists() for f in first_files)
+    table = DeltaTable(str(root))
+    assert table.transaction_version(archive_app_id(second)) == 1 and table.version() == 1
+    assert table.transaction_version(archive_app_id(first)) is None
+    assert OutboxEvent.objects.count() == 10_000  # killed before its purge
 
     result = run_delta(root, purge=True)
-    table = DeltaTable(str(root))
+    assert result.archived == 0 and result.resumed == [second]
     ids = [row["id"] for row in read_committed(
         spark, ArchiveFiles(spark, str(root))).select("id").collect()]
     assert len(ids) == len(set(ids)) == 9_400
     assert OutboxEvent.objects.count() == 600
     assert not (root / "_lock").exists() and not list((root / "_commits").glob("*.json"))
-    if when == "after-commit":
-        assert result.archived == 0 and result.resumed == [run_id]
-        assert table.version() == 1
-    else:
-        assert result.archived == 9_400 and table.version() == 1
-        assert not any((root / f).exists() for f in moved)
-        assert table.transaction_version(archive_app_id(run_id)) is None
+    assert DeltaTable(str(root)).version() == 1
     on_disk = {p.relative_to(root).as_posix() for p in root.glob("topic=*/day=*/*.parquet")}
-    assert on_disk == {f for f in table.file_uris() for f in [
-        Path(f).relative_to(root).as_posix()]}
+    assert on_disk == set(second_files) == {f.path for f in DeltaArchive(str(root)).data_files()}
 
 
 def test_format_is_checked(spark: Any, tmp_path: Path) -> None:
