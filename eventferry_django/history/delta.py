@@ -80,15 +80,16 @@ class DataFile:
 
 @dataclass(frozen=True)
 class StagedFile:
-    """A file Spark wrote for a run, moved to ``path`` (relative to the root), with the
-    statistics of its rows."""
+    """A file Spark wrote for a run, to be moved to ``path`` (relative to the root), with
+    its partition values and the statistics of its rows; its size and modification time
+    are known once it is there."""
 
     path: str
-    size: int
-    modified_ms: int
     topic: str
     day: str
     stats: str
+    size: int = 0
+    modified_ms: int = 0
 
 
 def delta_schema() -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..conf import ARCHIVE_FORMATS
@@ -159,15 +160,15 @@ class DeltaRuns:
             target = f"{layout.root}/{f.path}"
             self.files.rename(f"{layout.staging_dir(run_id)}/{f.path}", target)
             size, modified = self.files.size_and_mtime(target)
-            moved.append(StagedFile(f.path, size, modified, f.topic, f.day, f.stats))
+            moved.append(replace(f, size=size, modified_ms=modified))
         self.archive.create()
         self._versions[run_id] = self.archive.commit_run(run_id, moved)
         self._paths[run_id] = [f.path for f in moved]
         self._finish(run_id, record)
 
     def _staged(self, run_id: str) -> list[StagedFile]:
-        """The run's staged files with their partition values and statistics: one
-        Spark job over the staging directory."""
+        """The run's staged files with their partition values and statistics (size and
+        time once moved): one Spark job over the staging directory."""
         from pyspark.sql import functions as F
 
         staging = self.files.layout.staging_dir(run_id)
@@ -178,8 +179,7 @@ class DeltaRuns:
                      F.max("processed_at").alias("last"))
                 .collect())
         marker = f"/{RUN_PARTITION}={run_id}/"
-        return [StagedFile(row["file"].split(marker, 1)[1], 0, 0, row["topic"],
-                           row["day"].isoformat(),
+        return [StagedFile(row["file"].split(marker, 1)[1], row["topic"], row["day"].isoformat(),
                            file_stats(int(row["rows"]), int(row["low"]), int(row["high"]),
                                       row["first"], row["last"]))
                 for row in rows]
