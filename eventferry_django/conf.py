@@ -183,11 +183,20 @@ SETTINGS: tuple[Setting, ...] = (
         "driver (see [The Spark history pipeline](history.md)).",
         "eventferry.E060", ("eventferry.E061",),
     ),
+    Setting(
+        "ARCHIVE_FORMAT", "\"parquet\" or \"delta\"", "parquet",
+        "What `outbox_archive` writes when `--format` is not given: a directory of Parquet "
+        "runs with manifests, or a Delta Lake table (see [The Spark history pipeline]"
+        "(history.md#delta-lake-tables)).",
+        "eventferry.E065",
+    ),
 )
 
 #: Each key's default, derived from :data:`SETTINGS`.
 DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
 
+#: What ``outbox_archive`` can write.
+ARCHIVE_FORMATS = ("parquet", "delta")
 #: JDBC drivers the history pipeline can use for SQL Server.
 SQLSERVER_DRIVERS = ("mssql-jdbc", "jtds")
 #: Spark settings that have a key of their own in SPARK, so CONF cannot contradict it.
@@ -242,6 +251,7 @@ class EventferrySettings:
     cloudevents_source: str | None = DEFAULTS["CLOUDEVENTS_SOURCE"]
     topics: Mapping[str, TopicConfig] = field(default_factory=dict)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    archive_format: str = DEFAULTS["ARCHIVE_FORMAT"]
 
     @property
     def table_name(self) -> TableName:
@@ -370,8 +380,20 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         cloudevents_source=source,
         topics=parse_topics(reader.get("TOPICS"), reader.fail),
         spark=_parse_spark(reader),
+        archive_format=_parse_archive_format(reader),
     )
     return settings, reader.problems
+
+
+def _parse_archive_format(reader: _Reader) -> str:
+    value = reader.get("ARCHIVE_FORMAT")
+    if value not in ARCHIVE_FORMATS:
+        reader.fail("ARCHIVE_FORMAT", f"is {value!r}; it must be one of "
+                    f"{', '.join(ARCHIVE_FORMATS)}.",
+                    "parquet writes Parquet runs with manifests; delta writes a Delta Lake "
+                    "table (needs the deltalake package of the spark extra).")
+        return DEFAULTS["ARCHIVE_FORMAT"]  # type: ignore[no-any-return]
+    return value  # type: ignore[no-any-return]
 
 
 _BACKOFF_HINT = (

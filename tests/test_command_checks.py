@@ -25,6 +25,7 @@ REQUIRED_ARGUMENTS = {
     "outbox_purge": ["--older-than", "7d"],
     "outbox_archive": ["--to", "/nonexistent/archive"],
     "outbox_replay": ["--from", "/nonexistent/archive"],
+    "outbox_erase": ["--from", "/nonexistent/archive", "--aggregate-id", "42"],
     "outbox_report": ["--from", "/nonexistent/archive", "--out", "/nonexistent/report"],
 }
 BROKEN = {"BATCH_SIZE": 0, "BACKOFF": {"BASE": -1}}

@@ -130,6 +130,7 @@ def test_report_figures_equal_the_same_figures_computed_in_sql(spark: Any, tmp_p
     printed = command("outbox_report", "--from", root, "--out", str(out))
     assert f"Reported {result.archived:,} event(s)" in printed
     reported = read_csv(out / "figures.csv")
+    assert reported.pop(("", "", "erasures", "")) == 0  # the archive's erasure log is empty
     assert_same_figures(reported, sql_figures(before=result.cutoff))
     assert sum(v for (t, h, f, _), v in reported.items() if f == "events" and h == "") == result.archived
     assert {p.name for p in out.iterdir()} == {"index.html", "figures.csv", "events.png",

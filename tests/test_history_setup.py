@@ -140,6 +140,26 @@ def test_bad_spark_settings_are_system_check_errors(spark: Any, message: str) ->
     assert any(check_id == "eventferry.E060" and message in text for check_id, text in errors), errors
 
 
+@pytest.mark.parametrize("value", ["iceberg", "Delta", None, 1])
+def test_an_unknown_archive_format_is_a_system_check_error(value: Any) -> None:
+    from django.test import override_settings
+
+    with override_settings(EVENTFERRY={"ARCHIVE_FORMAT": value}):
+        errors = [(m.id, m.msg) for m in check_settings()]
+    assert errors == [("eventferry.E065", f"EVENTFERRY['ARCHIVE_FORMAT'] is {value!r}; it must "
+                       "be one of parquet, delta.")]
+
+
+def test_the_archive_format_setting_is_the_default_of_outbox_archive() -> None:
+    from django.test import override_settings
+
+    from eventferry_django.conf import get_settings
+
+    assert get_settings().archive_format == "parquet"
+    with override_settings(EVENTFERRY={"ARCHIVE_FORMAT": "delta"}):
+        assert get_settings().archive_format == "delta"
+
+
 def test_a_configured_jar_that_does_not_exist_is_a_system_check_error() -> None:
     from django.test import override_settings
 

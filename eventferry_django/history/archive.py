@@ -13,7 +13,8 @@ One run:
 4. **Read** it with Spark's JDBC source split into id ranges, and **write** Parquet
    partitioned by topic and day of processed_at to a staging directory.
 5. **Verify** the staging read back (count and id checksum) against the freeze.
-6. **Commit**: move staging into place and write the manifest, last.
+6. **Commit**: move staging into place and write the manifest, last; or, for a Delta
+   table, commit the files as one Delta version (see :mod:`.run_tables`).
 7. **Verify** the committed run as readers see it, per id range of ``purge_range_size``
    ids, then **purge** (with ``purge``) exactly the archived rows still closed, one range
    at a time: where the outbox's rows of the run's selection in a range have the
@@ -49,11 +50,12 @@ from ..store.closed_rows import (
 )
 from ..store.limits import SQL_SERVER_DELETE_ROWS
 from ..store.outbox import OutboxStore
+from .compaction import CompactionResult, compact
 from .errors import HistoryError, NotVerified
 from .jdbc import JdbcSource, outbox_source
 from .layout import new_run_id
 from .manifest import Checksum, Manifest, PurgeRecord, archived_spans
-from .reader import read_committed
+from .run_tables import RunTable, run_table
 from .session import spark_session, watch_tasks
 from .source import read_outbox
 from .storage import ArchiveFiles
@@ -87,6 +89,11 @@ class ArchiveRequest:
     purge_batch_size: int = DEFAULT_PURGE_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
     using: str | None = None
+    #: ``parquet`` or ``delta``; None: ``EVENTFERRY["ARCHIVE_FORMAT"]``.
+    format: str | None = None
+    #: After the run, merge small files per partition into files of about this many
+    #: bytes (a Delta archive only; see :mod:`.compaction`). None: no compaction.
+    compact_target_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.purge_range_size <= MAX_PURGE_RANGE:
@@ -117,6 +124,7 @@ class ArchiveResult:
     resumed: list[str] = field(default_factory=list)
     unpurged: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    compaction: CompactionResult | None = None
 
     @property
     def selected_rows(self) -> int:
@@ -138,7 +146,8 @@ class ArchiveResult:
             if self.resumed:
                 text += f", finishing {len(self.resumed)} earlier run(s)"
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
-        return text + (f" [{timings}]" if timings else "") + "."
+        text += f" [{timings}]" if timings else ""
+        return text + (f". {self.compaction.summary()}." if self.compaction else ".")
 
 
 def _checksum(stats: Sequence[SelectionStats]) -> Checksum:
@@ -192,6 +201,7 @@ class Workspace:
     cutoff: dt.datetime
     spark: Any
     files: ArchiveFiles
+    table: RunTable
 
 
 @contextmanager
@@ -205,8 +215,10 @@ def open_workspace(request: ArchiveRequest) -> Iterator[Workspace]:
     source = outbox_source(store.alias)
     cutoff = truncate_to_milliseconds(store.utc_now() - request.older_than)
     with spark_session(source, spark_settings, request.master) as spark:
+        files = ArchiveFiles(spark, request.path)
+        table = run_table(spark, files, request.format or get_settings().archive_format)
         yield Workspace(store=store, source=source, statuses=statuses, cutoff=cutoff,
-                        spark=spark, files=ArchiveFiles(spark, request.path))
+                        spark=spark, files=files, table=table)
 
 
 class Archiver:
@@ -222,18 +234,25 @@ class Archiver:
         self.cutoff = workspace.cutoff
         self.spark = workspace.spark
         self.files = workspace.files
+        self.table = workspace.table
 
     # -- the run -----------------------------------------------------------------------
     def run(self) -> ArchiveResult:
         result = ArchiveResult(cutoff=self.cutoff, dry_run=self.request.dry_run)
+        if self.request.compact_target_bytes is not None and self.table.format != "delta":
+            raise HistoryError("--compact needs a Delta archive (--format delta): a Parquet "
+                               "archive's files belong to the runs their manifests commit.")
         if self.request.dry_run:
             return self._dry_run(result)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         with self.files.locked(run_id):
-            self._remove_leftovers()
+            self.table.repair(self.progress)
             if self.request.purge:
                 self._resume_purges(result)
             self._archive(run_id, result)
+            if self.request.compact_target_bytes is not None:
+                result.compaction = compact(self.files, self.progress,
+                                            self.request.compact_target_bytes)
         return result
 
     def _dry_run(self, result: ArchiveResult) -> ArchiveResult:
@@ -247,12 +266,6 @@ class Archiver:
     def _selection(self, cutoff: dt.datetime, manifests: Sequence[Manifest]) -> ClosedRowSelection:
         return ClosedRowSelection(statuses=tuple(int(s) for s in self.statuses), before=cutoff,
                                   archived=archived_spans(manifests))
-
-    def _remove_leftovers(self) -> None:
-        committed = {m.run_id for m in self.files.manifests()}
-        for leftover in self.files.uncommitted(committed):
-            self.progress(f"Removing {leftover}: a run that never committed left it.")
-            self.files.delete(leftover)
 
     def _resume_purges(self, result: ArchiveResult) -> None:
         purged = self.files.purged_runs()
@@ -298,11 +311,11 @@ class Archiver:
             source={"vendor": self.source.vendor, "database": self.store.alias,
                     "table": self.store.dialect.table},
         )
-        self.files.commit(manifest)
+        self.table.commit(manifest)
         ranges = self._range_checksums(manifest)
         committed = _total(ranges.values())
         if committed != manifest.checksum:
-            self.files.retract(run_id)
+            self.table.retract(run_id)
             raise NotVerified(
                 f"Run {run_id} read back through its manifest as {committed.describe()}, "
                 f"not {manifest.checksum.describe()}; the commit was undone and nothing purged."
@@ -338,8 +351,9 @@ class Archiver:
 
     def _write(self, run_id: str, selection: ClosedRowSelection, rows: int) -> None:
         partitions = self._partitions(rows)
-        frame = read_outbox(self.spark, self.source, self.store.dialect, selection,
-                            partitions=partitions, fetch_size=self.request.fetch_size)
+        frame = self.table.prepare(
+            read_outbox(self.spark, self.source, self.store.dialect, selection,
+                        partitions=partitions, fetch_size=self.request.fetch_size), run_id)
         self.progress(f"Reading {rows:,} row(s) in {partitions} id range(s) and writing "
                       "Parquet ...")
 
@@ -364,7 +378,7 @@ class Archiver:
         pass that both verifies the commit and tells the purge what each range holds."""
         from pyspark.sql import functions as F
 
-        frame = read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+        frame = self.table.read(manifest.run_id)
         rows = (frame.groupBy(F.floor(F.col("id") / self._purge_width()).alias("range"))
                 .agg(*_checksum_columns()).collect())
         return {int(row["range"]): _row_checksum(row) for row in rows}
@@ -429,7 +443,7 @@ class Archiver:
 
         width = self._purge_width()
         # The driver takes the archived keys one range at a time.
-        keys = (read_committed(self.spark, self.files, run_ids=[manifest.run_id])
+        keys = (self.table.read(manifest.run_id)
                 .withColumn("range", F.floor(F.col("id") / width))
                 .where(F.col("range").isin(list(ranges)))
                 .groupBy("range")

@@ -44,6 +44,8 @@ class Figures:
     topics: list[Delivery] = field(default_factory=list)
     attempts: list[Count] = field(default_factory=list)
     dead_errors: list[Count] = field(default_factory=list)
+    #: Erasures the archive's log records (None: the report read the outbox table).
+    erasures: int | None = None
 
     @property
     def events(self) -> int:

@@ -6,6 +6,10 @@
     ROOT/_purges/RUN.json        RUN's archived rows were purged from the outbox
     ROOT/_staging/archive_run_id=RUN/...   a run being written
     ROOT/_lock                   held by the archive run in progress
+    ROOT/_erasures/ID.json       one erasure: when, which aggregate, how many rows
+    ROOT/_erasing/ID/            the Parquet files an erasure is rewriting
+
+A Delta archive (:mod:`.delta`) adds ``ROOT/_delta_log/`` and ``ROOT/_commits/``.
 
 Spark's partition discovery skips names that start with ``_`` or ``.``, so staging,
 manifests and the lock never look like data to ``spark.read.parquet(ROOT)``. Run ids
@@ -52,6 +56,27 @@ class ArchiveLayout:
     @property
     def lock(self) -> str:
         return self._join("_lock")
+
+    @property
+    def delta_log(self) -> str:
+        return self._join("_delta_log")
+
+    @property
+    def commits(self) -> str:
+        return self._join("_commits")
+
+    @property
+    def erasures(self) -> str:
+        return self._join("_erasures")
+
+    def commit_record(self, run_id: str) -> str:
+        return self._join("_commits", f"{run_id}.json")
+
+    def erasure_staging(self, erasure_id: str) -> str:
+        return self._join("_erasing", erasure_id)
+
+    def erasure_record(self, erasure_id: str) -> str:
+        return self._join("_erasures", f"{erasure_id}.json")
 
     def run_dir(self, run_id: str) -> str:
         return self._join(f"{RUN_PARTITION}={run_id}")

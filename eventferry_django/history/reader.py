@@ -1,4 +1,5 @@
-"""Reading an archive: committed runs only.
+"""Reading an archive: committed runs only (a Delta table's current version: see
+:mod:`.delta_reader`).
 
 The data of every run lies under ``ROOT/archive_run_id=RUN/``; a run is committed when
 ``ROOT/_manifests/RUN.json`` exists. A crash can leave a run directory without its
@@ -16,27 +17,11 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.closed_rows import ARCHIVE_COLUMNS, TIMESTAMP_COLUMNS
+from .columns import archive_schema
 from .layout import RUN_PARTITION
 from .storage import ArchiveFiles
 
-_INTEGER_COLUMNS = {"id": "long", "status": "integer", "attempts": "integer"}
-
-
-def archive_schema() -> Any:
-    """The archive's columns as Spark types, partition columns last (run, topic, day)."""
-    from pyspark.sql.types import StructType
-
-    schema = StructType()
-    for column in ARCHIVE_COLUMNS:
-        if column == "topic":
-            continue
-        kind = ("timestamp" if column in TIMESTAMP_COLUMNS
-                else _INTEGER_COLUMNS.get(column, "string"))
-        schema = schema.add(column, kind, nullable=column not in ("id", "message_id"))
-    return (schema.add(RUN_PARTITION, "string", nullable=False)
-            .add("topic", "string", nullable=False).add("day", "date", nullable=False))
-
+__all__ = ["archive_schema", "read_committed"]
 
 def read_committed(
     spark: Any,
@@ -52,6 +37,11 @@ def read_committed(
     partition (topic, day) before any file is opened."""
     from pyspark.sql import functions as F
 
+    if files.exists(files.layout.delta_log):
+        from .delta_reader import read_delta
+
+        return read_delta(spark, files.layout.root, topics=topics, since=since, until=until,
+                          run_ids=run_ids)
     committed = [m.run_id for m in files.manifests()]
     if run_ids is not None:
         committed = [r for r in committed if r in set(run_ids)]

@@ -1,5 +1,6 @@
-"""``outbox_report``: delivery figures per topic and hour, from the committed archive or
-live from the outbox table through Spark's JDBC source.
+"""``outbox_report``: delivery figures per topic and hour, from the committed archive
+(Parquet or Delta) or live from the outbox table through Spark's JDBC source; from an
+archive, also how many erasures its log records.
 
 Every figure is over closed rows (done and dead) and belongs to the hour of their
 ``processed_at`` (UTC):
@@ -26,6 +27,7 @@ from typing import Any
 from ..conf import get_settings
 from ..store.closed_rows import CLOSED_STATUSES, ClosedRowSelection
 from ..store.outbox import OutboxStore
+from .erasure import erasure_count
 from .figures import NO_ERROR, PERCENTILES, Count, Delivery, Figures
 from .jdbc import outbox_source
 from .reader import archive_schema, read_committed
@@ -142,13 +144,16 @@ def report(request: ReportRequest, progress: Progress | None = None) -> Figures:
             say("Reading closed rows from the outbox table through JDBC ...")
             frame = _live_frame(spark, request)
             source = f"the outbox table (database {request.using or settings.database!r})"
+            erasures = None
         else:
             say(f"Reading the committed archive at {request.path} ...")
             files = ArchiveFiles(spark, request.path)
             files.require_committed()
             frame = read_committed(spark, files, since=request.since, until=request.until)
             source = f"the archive at {request.path}"
+            erasures = erasure_count(files)
         figures = compute(frame, source, request.since, request.until)
+        figures.erasures = erasures
     say(f"Computed figures for {len(figures.topics)} topic(s), {figures.events:,} event(s); "
         "writing the report ...")
     write_report(figures, request.out)

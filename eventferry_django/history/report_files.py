@@ -39,6 +39,8 @@ def csv_rows(figures: Figures) -> list[tuple[str, str, str, str, str]]:
              for c in figures.attempts]
     rows += [(c.topic, hour_text(c.hour), "dead_by_error", c.key, str(c.events))
              for c in figures.dead_errors]
+    if figures.erasures is not None:
+        rows.append(("", "", "erasures", "", str(figures.erasures)))
     return rows
 
 

@@ -47,6 +47,21 @@ class ArchiveFiles:
         names = [status.getPath().getName() for status in self.fs.listStatus(self._path(directory))]
         return sorted(n for n in names if not n.startswith((".", "_")))
 
+    def files_under(self, directory: str) -> list[str]:
+        """The paths of every file below ``directory``, hidden ones (``.crc``) excluded."""
+        found = []
+        listing = self.fs.listFiles(self._path(directory), True)
+        while listing.hasNext():
+            path = listing.next().getPath()
+            if not path.getName().startswith((".", "_")):
+                found.append(str(path.toString()))
+        return sorted(found)
+
+    def size_and_mtime(self, path: str) -> tuple[int, int]:
+        """A file's size in bytes and its modification time in epoch milliseconds."""
+        status = self.fs.getFileStatus(self._path(path))
+        return int(status.getLen()), int(status.getModificationTime())
+
     def read_text(self, path: str) -> str:
         stream = self.fs.open(self._path(path))
         try:

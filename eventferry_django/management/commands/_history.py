@@ -18,8 +18,9 @@ from ...history.masters import master_problem
 from ._arguments import moment
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 done; 1 failed; 2 bad arguments; 3 pyspark, Java or a JDBC driver "
-    "missing; 4 another archive run holds the lock; 5 not verified, nothing committed."
+    "Exit codes: 0 done; 1 failed; 2 bad arguments; 3 pyspark, Java, a JDBC driver or "
+    "deltalake missing; 4 another archive or erasure run holds the lock; 5 not verified, "
+    "nothing committed."
 )
 
 

@@ -1,5 +1,6 @@
-"""``manage.py outbox_archive``: closed outbox rows to Parquet with Spark, verified and
-committed; with ``--purge``, then deleted from the outbox."""
+"""``manage.py outbox_archive``: closed outbox rows to Parquet or a Delta table with
+Spark, verified and committed; with ``--purge``, then deleted from the outbox; with
+``--compact``, a Delta table's small files merged."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
+from ...conf import ARCHIVE_FORMATS
 from ...contract import MAX_BATCH
 from ...history.archive import (
     DEFAULT_PURGE_BATCH,
@@ -16,6 +18,7 @@ from ...history.archive import (
     ArchiveRequest,
     archive,
 )
+from ...history.delta import DEFAULT_COMPACT_TARGET_BYTES
 from ...history.errors import EXIT_USAGE
 from ...history.manifest import STATUS_NAMES
 from ...maintenance import PURGE_STATUSES
@@ -24,11 +27,14 @@ from ._arguments import add_database_argument, database_alias, duration, int_ran
 from ._base import EventferryCommand
 from ._history import EXIT_CODES_HELP, add_spark_arguments, exit_codes, progress_printer
 
+MEGABYTE = 1024 * 1024
+
 
 class Command(EventferryCommand):
     help = (
         "Archive done (and, with --status, dead) outbox rows processed longer ago than "
-        "--older-than to Parquet at --to, partitioned by topic and day; with --purge, "
+        "--older-than to Parquet runs or (--format delta) a Delta table at --to, "
+        "partitioned by topic and day; with --purge, "
         "delete exactly the archived rows from the outbox once the archive is verified. "
         + EXIT_CODES_HELP
     )
@@ -61,6 +67,17 @@ class Command(EventferryCommand):
                             f"{DEFAULT_PURGE_BATCH}).")
         parser.add_argument("--batch-size", type=int_range(1, MAX_BATCH), metavar="N",
                             help="Deprecated: --purge-range-size N --purge-batch-size N.")
+        parser.add_argument("--format", choices=ARCHIVE_FORMATS,
+                            help="parquet: Parquet runs with manifests; delta: a Delta Lake "
+                            "table, one commit per run (default: "
+                            "EVENTFERRY['ARCHIVE_FORMAT'], parquet unless set).")
+        parser.add_argument("--compact", action="store_true",
+                            help="After the run, merge each partition's small files into "
+                            "files of about --compact-target-size, as one Delta commit "
+                            "(Delta archives only).")
+        parser.add_argument("--compact-target-size", type=int_range(1, 16_384), metavar="MB",
+                            default=DEFAULT_COMPACT_TARGET_BYTES // MEGABYTE,
+                            help="File size compaction aims at (default: %(default)s MB).")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print what would be archived, per topic and status; "
                             "change nothing.")
@@ -74,7 +91,9 @@ class Command(EventferryCommand):
             purge=options["purge"], partitions=options["partitions"],
             master=options["master"], dry_run=options["dry_run"],
             purge_range_size=range_size, purge_batch_size=batch_size,
-            using=database_alias(options),
+            using=database_alias(options), format=options["format"],
+            compact_target_bytes=(options["compact_target_size"] * MEGABYTE
+                                  if options["compact"] else None),
         )
         with exit_codes():
             result = archive(request, progress_printer(self.stdout, options["verbosity"]))
