@@ -19,7 +19,13 @@ from django.dispatch import receiver
 
 from .contract import MAX_BATCH
 from .exceptions import ConfigurationError
-from .history.masters import master_problem
+from .history_settings import (
+    ARCHIVE_FORMATS,
+    SPARK_DEFAULTS,
+    SparkConfig,
+    parse_archive_format,
+    parse_spark,
+)
 from .message_settings import MESSAGE_FORMATS, TopicConfig, parse_message_format, parse_topics
 from .naming import IDENTIFIER_PATTERN, QUOTES, TableName
 
@@ -174,7 +180,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "SPARK", "dict: MASTER (str), JARS (list of str or None), CONF (dict), "
         "SQLSERVER_DRIVER (\"mssql-jdbc\" or \"jtds\")",
-        {"MASTER": "local[*]", "JARS": None, "CONF": {}, "SQLSERVER_DRIVER": "mssql-jdbc"},
+        SPARK_DEFAULTS,
         "How `outbox_archive`, `outbox_replay` and `outbox_report` start Spark: the master "
         "URL (a command's `--master` wins), the JDBC driver jars (`None`: Debian's jar for "
         "the outbox's database), extra Spark settings (`\"spark.executor.memory\": "
@@ -184,7 +190,7 @@ SETTINGS: tuple[Setting, ...] = (
         "eventferry.E060", ("eventferry.E061",),
     ),
     Setting(
-        "ARCHIVE_FORMAT", "\"parquet\" or \"delta\"", "parquet",
+        "ARCHIVE_FORMAT", "\"parquet\" or \"delta\"", ARCHIVE_FORMATS[0],
         "What `outbox_archive` writes when `--format` is not given: a directory of Parquet "
         "runs with manifests, or a Delta Lake table (see [The Spark history pipeline]"
         "(history.md#delta-lake-tables)).",
@@ -194,14 +200,6 @@ SETTINGS: tuple[Setting, ...] = (
 
 #: Each key's default, derived from :data:`SETTINGS`.
 DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
-
-#: What ``outbox_archive`` can write.
-ARCHIVE_FORMATS = ("parquet", "delta")
-#: JDBC drivers the history pipeline can use for SQL Server.
-SQLSERVER_DRIVERS = ("mssql-jdbc", "jtds")
-#: Spark settings that have a key of their own in SPARK, so CONF cannot contradict it.
-_SPARK_CONF_OWNED = {"spark.master": "MASTER", "spark.jars": "JARS"}
-
 
 @dataclass(frozen=True)
 class Backoff:
@@ -216,18 +214,6 @@ class Backoff:
 class PublisherConfig:
     backend: str = DEFAULT_PUBLISHER
     options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SparkConfig:
-    """How the history pipeline (``outbox_archive``, ``outbox_replay``, ``outbox_report``)
-    starts Spark. ``jars`` None means the JDBC driver of the outbox's database from the
-    operating system's packages (see ``eventferry_django.history.jdbc``)."""
-
-    master: str = DEFAULTS["SPARK"]["MASTER"]
-    jars: tuple[str, ...] | None = DEFAULTS["SPARK"]["JARS"]
-    conf: Mapping[str, str] = field(default_factory=dict)
-    sqlserver_driver: str = DEFAULTS["SPARK"]["SQLSERVER_DRIVER"]
 
 
 @dataclass(frozen=True)
@@ -379,21 +365,10 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
         message_format=message_format,
         cloudevents_source=source,
         topics=parse_topics(reader.get("TOPICS"), reader.fail),
-        spark=_parse_spark(reader),
-        archive_format=_parse_archive_format(reader),
+        spark=parse_spark(reader.get("SPARK"), reader.fail),
+        archive_format=parse_archive_format(reader.get("ARCHIVE_FORMAT"), reader.fail),
     )
     return settings, reader.problems
-
-
-def _parse_archive_format(reader: _Reader) -> str:
-    value = reader.get("ARCHIVE_FORMAT")
-    if value not in ARCHIVE_FORMATS:
-        reader.fail("ARCHIVE_FORMAT", f"is {value!r}; it must be one of "
-                    f"{', '.join(ARCHIVE_FORMATS)}.",
-                    "parquet writes Parquet runs with manifests; delta writes a Delta Lake "
-                    "table (needs the deltalake package of the spark extra).")
-        return DEFAULTS["ARCHIVE_FORMAT"]  # type: ignore[no-any-return]
-    return value  # type: ignore[no-any-return]
 
 
 _BACKOFF_HINT = (
@@ -448,67 +423,6 @@ def _parse_publisher(reader: _Reader) -> PublisherConfig:
                     "OPTIONS are passed to the publisher as keyword arguments.")
         options = {}
     return PublisherConfig(raw["BACKEND"], dict(options))
-
-
-_SPARK_HINT = (
-    "SPARK is {'MASTER': 'local[*]' or a cluster URL, 'JARS': [paths or URLs of jars] or "
-    "None for the database's JDBC driver from Debian's packages, 'CONF': {'spark.key': "
-    "value}, 'SQLSERVER_DRIVER': 'mssql-jdbc' or 'jtds'}."
-)
-
-
-def _parse_spark(reader: _Reader) -> SparkConfig:
-    raw = reader.get("SPARK")
-    if not isinstance(raw, Mapping):
-        reader.fail("SPARK", f"is {raw!r}; it must be a dict.", _SPARK_HINT)
-        return SparkConfig()
-    defaults = SparkConfig()
-    unknown = set(raw) - set(DEFAULTS["SPARK"])
-    if unknown:
-        reader.fail("SPARK", f"has unknown keys {sorted(unknown)}.", _SPARK_HINT)
-    master = raw.get("MASTER", defaults.master)
-    problem = master_problem(master.strip()) if isinstance(master, str) else "not text"
-    if problem:
-        reader.fail("SPARK", f"MASTER is {master!r}; it must be a Spark master URL.",
-                    "For example 'local[*]', 'local[2]', 'spark://host:7077', 'yarn' or "
-                    "'k8s://https://host:6443'.")
-        master = defaults.master
-    jars = raw.get("JARS", defaults.jars)
-    if jars is not None and (
-        isinstance(jars, str)
-        or not isinstance(jars, list | tuple)
-        or not all(isinstance(j, str) and j.strip() for j in jars)
-    ):
-        reader.fail("SPARK", f"JARS is {jars!r}; it must be a list of jar paths or None.",
-                    _SPARK_HINT)
-        jars = None
-    conf = raw.get("CONF", {})
-    if not isinstance(conf, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in conf.items()
-    ):
-        reader.fail("SPARK", f"CONF is {conf!r}; it must map Spark setting names to "
-                    "strings, numbers or booleans.", _SPARK_HINT)
-        conf = {}
-    for key in sorted(set(conf) & set(_SPARK_CONF_OWNED)):
-        reader.fail("SPARK", f"CONF sets {key!r}, which SPARK['{_SPARK_CONF_OWNED[key]}'] "
-                    "decides.", f"Move it to SPARK['{_SPARK_CONF_OWNED[key]}'].")
-    driver = raw.get("SQLSERVER_DRIVER", defaults.sqlserver_driver)
-    if driver not in SQLSERVER_DRIVERS:
-        reader.fail("SPARK", f"SQLSERVER_DRIVER is {driver!r}; it must be one of "
-                    f"{', '.join(SQLSERVER_DRIVERS)}.",
-                    "mssql-jdbc is Microsoft's driver; jtds is Debian's libjtds-java.")
-        driver = defaults.sqlserver_driver
-    return SparkConfig(
-        master=master.strip(),
-        jars=None if jars is None else tuple(j.strip() for j in jars),
-        conf={k: _spark_value(v) for k, v in conf.items() if k not in _SPARK_CONF_OWNED},
-        sqlserver_driver=driver,
-    )
-
-
-def _spark_value(value: str | int | float | bool) -> str:
-    # Spark reads every setting as text; booleans are spelled in lower case there.
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 _cached: EventferrySettings | None = None

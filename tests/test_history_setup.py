@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from eventferry_django.checks import check_settings
-from eventferry_django.conf import SparkConfig, parse
+from eventferry_django.conf import parse
 from eventferry_django.history import jdbc, session
 from eventferry_django.history.errors import JdbcSettingsError, MissingPrerequisite
 from eventferry_django.history.jdbc import jdbc_source, parse_odbc_keywords
+from eventferry_django.history_settings import SparkConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from ..conf import ARCHIVE_FORMATS
+from ..history_settings import ARCHIVE_FORMATS
 from .delta import DeltaArchive, StagedFile, file_stats
 from .delta_reader import decoded_path_column, read_delta
 from .errors import HistoryError

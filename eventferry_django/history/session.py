@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..conf import SparkConfig
+from ..history_settings import SparkConfig
 from .errors import MissingPrerequisite
 from .jdbc import MSSQL_JDBC_MAVEN, JdbcSource
 

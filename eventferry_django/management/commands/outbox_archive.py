@@ -9,7 +9,6 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
-from ...conf import ARCHIVE_FORMATS
 from ...contract import MAX_BATCH
 from ...history.archive import (
     DEFAULT_PURGE_BATCH,
@@ -21,6 +20,7 @@ from ...history.archive import (
 from ...history.delta import DEFAULT_COMPACT_TARGET_BYTES
 from ...history.errors import EXIT_USAGE
 from ...history.manifest import STATUS_NAMES
+from ...history_settings import ARCHIVE_FORMATS
 from ...maintenance import PURGE_STATUSES
 from ...store.limits import SQL_SERVER_DELETE_ROWS
 from ._arguments import add_database_argument, database_alias, duration, int_range
