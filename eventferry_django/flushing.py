@@ -1,4 +1,5 @@
-"""What Django's flush misses: eventferry's tables outside the connection's default schema.
+"""What Django's flush misses: eventferry's tables outside the connection's default
+schema, and the relay registry, which no model describes.
 
 Django's flush (``manage.py flush``, ``sqlflush``, the teardown of every
 ``TransactionTestCase``) empties the models' tables that introspection lists, matched by
@@ -6,7 +7,8 @@ Django's flush (``manage.py flush``, ``sqlflush``, the teardown of every
 while our models' ``db_table`` is schema-qualified wherever our own SQL is (always on SQL
 Server, ``dbo].[outbox``; on PostgreSQL and MySQL when ``SCHEMA`` is set), so no vendor's
 flush ever matches them and their rows survive it. The ``flush`` and ``sqlflush`` commands
-of this app add these tables, emptied by the backend's own flush SQL.
+of this app add these tables, emptied by the backend's own flush SQL. They add the relay
+registry too: a relay killed in one test must not count as live in the next.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .naming import QUOTES, TableName
 
 def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
     """The ``db_table`` of each of eventferry's tables that exists on ``connection`` under
-    a schema-qualified name, which Django's flush cannot match."""
+    a schema-qualified name, which Django's flush cannot match, and of the relay registry
+    where it exists."""
     vendor = connection.vendor
     if vendor not in QUOTES or not apps.is_installed("eventferry_django"):
         return []
@@ -37,6 +40,13 @@ def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
             continue
         if _exists(connection, located):
             tables.append(name.orm_db_table(vendor))
+    registry = settings.table_name.relay_registry
+    located = registry.for_vendor(vendor)
+    if router.allow_migrate_model(connection.alias, OutboxEvent) and (
+        _exists(connection, located) if located.schema is not None
+        else located.table in connection.introspection.table_names()
+    ):
+        tables.append(registry.orm_db_table(vendor))
     return tables
 
 

@@ -71,11 +71,13 @@ class Relay:
         )
         self.leases = LeaseKeeper(self.store, config.claim_timeout,
                                   name=f"eventferry-lease-{config.relay_id}")
-        #: A relay of one pass takes what it finds; a running one shares the aggregates
-        #: out with the others, where the vendor can.
+        #: A relay that drains and exits (``--once``, ``--until-empty``) takes what it
+        #: finds: "nothing claimable" must mean the outbox's, not its part's. A running
+        #: one shares the aggregates out with the others, where the vendor can.
+        drains = config.once or config.until_empty
         self.membership = Membership(
             RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
-        ) if self.store.dialect.partitions_aggregates and not config.once else None
+        ) if self.store.dialect.partitions_aggregates and not drains else None
         #: Refreshes the planner's statistics when a claim shows them stale (after a
         #: database restart they can stay those of an empty queue while a backlog waits).
         self.statistics = StatisticsKeeper(self.store)
