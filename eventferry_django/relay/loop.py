@@ -71,13 +71,11 @@ class Relay:
         )
         self.leases = LeaseKeeper(self.store, config.claim_timeout,
                                   name=f"eventferry-lease-{config.relay_id}")
-        #: A relay that drains and exits (``--once``, ``--until-empty``) takes what it
-        #: finds: "nothing claimable" must mean the outbox's, not its part's. A running
-        #: one shares the aggregates out with the others, where the vendor can.
+        #: Aggregates shared out where the vendor can, unless the relay drains and exits.
         drains = config.once or config.until_empty
-        self.membership = Membership(
-            RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
-        ) if self.store.dialect.partitions_aggregates and not drains else None
+        shares = self.store.dialect.partitions_aggregates and not drains
+        self.membership = Membership(RelayRegistry(self.store.alias), config.relay_id,
+                                     config.claim_timeout) if shares else None
         #: Refreshes the planner's statistics when a claim shows them stale (after a
         #: database restart they can stay those of an empty queue while a backlog waits).
         self.statistics = StatisticsKeeper(self.store)
