@@ -269,6 +269,45 @@ def test_postgresql_after_a_crash_the_closed_rows_index_is_no_candidate(
     assert kept.maybe_refresh(claimed=CLAIM, claim_seconds=0.05)
 
 
+def sequential_scans() -> int:
+    """Sequential scans of the outbox so far (this backend's included)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = %s::regclass",
+                       [OutboxEvent._meta.db_table])
+        (scans,) = cursor.fetchone()
+    return int(scans)
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("forgotten", [False, True])
+def test_postgresql_a_plan_made_on_an_empty_outbox_is_not_kept_for_a_backlog(
+        forgotten: bool) -> None:
+    """The relay's generic claim plan, made when VACUUM had truncated the outbox to no
+    page, read it sequentially (with a sequential scan per row inside), and a backlog
+    inserted later kept that plan. After a claim that found nothing the keeper drops the
+    cached plans, and the next claim is planned for the table as it is."""
+    table = connection.ops.quote_name(OutboxEvent._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM {table}")  # empty: truncated to no page
+    store = OutboxStore()
+    kept = StatisticsKeeper(store)
+    assert store.take(store.request(CLAIM, 60)) == []  # the relay's prepared claim, planned now
+    if forgotten:
+        assert not kept.maybe_refresh(claimed=0, claim_seconds=0.001)
+    fill("pending", PENDING, "p")
+    before = sequential_scans()
+    claimed = store.take(store.request(CLAIM, 60))
+    assert len(claimed) == CLAIM
+    scans = sequential_scans() - before
+    print(f"sequential scans of the outbox by the claim: {scans}")
+    if forgotten:
+        assert scans <= 1  # measured 1 (against 4,003 with the plan kept)
+    else:
+        assert scans > CLAIM  # one inside each candidate row's probe
+
+
 # -- MariaDB: the claim names its indexes ---------------------------------------------------
 
 def handler_reads() -> int:

@@ -190,6 +190,10 @@ class PostgresqlStatistics(StatisticsSql):
         # gets a warning from the server and no ANALYZE, never an error.
         return f"ANALYZE (SKIP_LOCKED) {self.table}"
 
+    def forget_plans_sql(self) -> str | None:
+        # Plans only: the prepared statements stay, as psycopg expects.
+        return "DISCARD PLANS"
+
 
 class PostgresqlPurge(PurgeSql):
     # A row another transaction holds is left for the next purge, never waited on.

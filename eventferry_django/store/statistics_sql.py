@@ -35,3 +35,8 @@ class StatisticsSql:
         """A statement that refreshes the outbox's planner statistics without waiting
         on anyone; None where the relay does not."""
         return None
+
+    def forget_plans_sql(self) -> str | None:
+        """A statement that drops the session's cached plans, so that the next claim is
+        planned afresh; None where the relay keeps no plan of its own."""
+        return None
