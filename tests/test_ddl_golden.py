@@ -706,5 +706,45 @@ def test_tsql_partitioned_claim_parts_parse(chained: bool) -> None:
     assert "CHECKSUM(c.[aggregate_id])" in tree.sql("tsql")
 
 
+def claims_without_leases(vendor: str) -> str:
+    """The claims of a busy relay's settlements: due retries, no lease scan."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    calls = {
+        "claim_without_leases": lambda c: dialect.claim(c, 500, 60_000, expired_leases=False),
+        "claim_chained_partitioned_without_leases": lambda c: dialect.claim(
+            c, 500, 60_000, 100, 50, partition=Partition(3, 1), expired_leases=False),
+    }
+    text = ""
+    for name, call in calls.items():
+        cursor = RowsCursor()
+        call(cursor)
+        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
+                        for sql, params in cursor.statements)
+    return text
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
+def test_claim_without_leases_matches_golden(vendor: str) -> None:
+    """Where overdue heads are found by a scan of their own, that scan loses its
+    claimed-row branch (and the lease offset) and nothing else changes."""
+    text = claims_without_leases(vendor)
+    assert_golden(f"{vendor}_claim_without_leases.sql", text)
+    heads_only = text.split("-- claim_chained_partitioned_without_leases")[0]
+    assert "-60000" not in heads_only and "claimed_at" not in heads_only.split("UPDATE")[0]
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "sqlite"])
+def test_one_scan_claims_ignore_the_lease_flag(vendor: str) -> None:
+    """A claim that tests every row it reads for every claimable state saves nothing by
+    leaving leases out, so it sends the same statements either way."""
+    dialect = dialect_for(vendor, TableName("outbox"))
+    sent = []
+    for expired_leases in (True, False):
+        cursor = RowsCursor()
+        dialect.claim(cursor, 500, 60_000, 100, 50, expired_leases=expired_leases)
+        sent.append(cursor.statements)
+    assert sent[0] == sent[1]
+
+
 def test_sqlite_never_partitions() -> None:
     assert not dialect_for("sqlite", TableName("outbox")).partitions_aggregates

@@ -289,6 +289,30 @@ def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitl
     assert planner.limit == 500
 
 
+def test_a_relay_looks_for_expired_leases_every_tenth_of_the_lease() -> None:
+    now = [1000.0]
+    planner = ClaimPlanner(batch_size=500, max_chain=1, lease_timeout=60,
+                           clock=lambda: now[0])
+
+    def claim(found: int) -> bool:
+        request = planner.next_claim()
+        assert request is not None
+        planner.found(request, found)
+        return request.expired_leases
+
+    assert claim(100)  # the first claim looks
+    now[0] += 1
+    assert not claim(100)  # the next ones find due retries only ...
+    now[0] += 5
+    assert claim(100)  # ... until six seconds (a tenth of the lease) have passed
+    now[0] += 5.9
+    assert not claim(0)
+    assert planner.limit == 500
+    assert not claim(0)  # a full claim too (here: idle) looks only when that time has come
+    now[0] += 0.1
+    assert claim(0)
+
+
 def test_the_planner_asks_for_no_more_than_max_events_leaves() -> None:
     planner = ClaimPlanner(batch_size=100, max_chain=10, lease_timeout=30, max_events=250)
     request = planner.next_claim(claimed=200, in_flight=20)

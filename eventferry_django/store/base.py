@@ -130,19 +130,22 @@ class Dialect:
         status, retry_at, _ = self._claim_columns(alias)
         return f"{status} = {PENDING} AND {retry_at} IS NULL", []
 
-    def overdue_sql(self, alias: str = "c") -> Fragment:
-        """Rows whose retry time has come, and rows whose lease expired (their relay
-        died): claimed before :data:`~.sql.LEASE_OFFSET` (a negative offset from now).
+    def overdue_sql(self, alias: str = "c", expired_leases: bool = True) -> Fragment:
+        """Rows whose retry time has come, and (with ``expired_leases``) rows whose lease
+        expired (their relay died): claimed before :data:`~.sql.LEASE_OFFSET` (a
+        negative offset from now).
 
         A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
         relay has renewed it (see :meth:`.SettlementSql.renew`), until ``next_retry_at``: the time
         another relay may retry it if this one falls silent."""
         status, retry_at, claimed_at = self._claim_columns(alias)
         now = self.now_sql
+        due = (f"({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
+               f"OR ({status} = {PENDING} AND {retry_at} <= {now})")
+        if not expired_leases:
+            return f"({due})", []
         return compose(
-            f"(({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
-            f"OR ({status} = {PENDING} AND {retry_at} <= {now}) "
-            f"OR ({status} = {CLAIMED} AND {claimed_at} < {{}} "
+            f"({due} OR ({status} = {CLAIMED} AND {claimed_at} < {{}} "
             f"AND ({retry_at} IS NULL OR {retry_at} <= {now})))",
             self.now_plus(LEASE_OFFSET),
         )
@@ -203,14 +206,19 @@ class Dialect:
         return compose(f"MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}}",
                        param(PARTS), param(PART))
 
-    def overdue_candidates_sql(self) -> Fragment:
+    def overdue_candidates_sql(self, expired_leases: bool = True) -> Fragment:
         """Ids and aggregates of overdue heads (few, found apart), at most
-        :data:`~.sql.HEADS` of them."""
+        :data:`~.sql.HEADS` of them; without ``expired_leases``, due retries only.
+
+        Looking for expired leases reads every claimed row's entry in the claim index,
+        and each settled row leaves a dead one there until VACUUM, so a busy relay
+        looks for them only now and then (see :class:`~.relay.planner.ClaimPlanner`)."""
         q = self.quote
-        return self.statement("overdue_candidates", lambda: compose(
+        return self.statement(("overdue_candidates", expired_leases), lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {{}} AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{self.skip_locked_sql}",
-            self.overdue_sql("c"), self.head_of_aggregate_sql("c"), param(HEADS),
+            self.overdue_sql("c", expired_leases), self.head_of_aggregate_sql("c"),
+            param(HEADS),
         ))
 
     def claimable_status_sql(self, alias: str = "c", partitioned: bool = False) -> Fragment:
@@ -257,14 +265,16 @@ class Dialect:
     relay_transaction_sql: ClassVar[str | None] = None
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None
-              ) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None,
+              expired_leases: bool = True) -> list[tuple[Any, ...]]:
         """Claim up to ``limit`` rows in one short transaction; rows in
         :data:`CLAIM_COLUMNS` order, lowest id first. ``max_chain`` > 1 also hands out,
         behind each of at most ``heads`` heads (default ``limit``), the open rows of its
         aggregate that follow it (see the contract's chains); 1 claims heads only.
         ``partition``: fresh heads of that part of the aggregates only (vendors where
-        :attr:`partitions_aggregates`)."""
+        :attr:`partitions_aggregates`). Without ``expired_leases``, a vendor that scans
+        for overdue heads apart (:meth:`overdue_candidates_sql`) skips rows whose lease
+        expired; one that tests every candidate row it reads anyway may ignore it."""
         raise NotImplementedError
 
     def is_transient(self, exc: BaseException) -> bool:

@@ -366,8 +366,10 @@ class MicrosoftDialect(Dialect):
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None
-              ) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None,
+              expired_leases: bool = True) -> list[tuple[Any, ...]]:
+        # Expired leases are always looked for: one candidate scan tests each row it
+        # reads for every claimable state, so leaving leases out would save no reading.
         sql, params = self.claim_sql(chained=max_chain > 1, partitioned=partition is not None)
         cursor.execute(sql, bind(params, limit=limit, heads=min(limit, heads or limit),
                                  max_chain=max_chain,

@@ -195,8 +195,8 @@ class MysqlDialect(Dialect):
         return f"CRC32({alias}.{self.quote('aggregate_id')})"
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None
-              ) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None,
+              expired_leases: bool = True) -> list[tuple[Any, ...]]:
         # No UPDATE ... RETURNING here: lock, update, read back, inside the caller's
         # transaction. A locking clause does not reach into the NOT EXISTS subquery, which
         # reads committed state, so a competitor's locked earlier row still blocks. Fresh
@@ -208,7 +208,7 @@ class MysqlDialect(Dialect):
         found: list[tuple[Any, ...]] = []
         parts = partition._asdict() if partition else {}
         for sql, params in (self.fresh_candidates_sql(partition is not None),
-                            self.overdue_candidates_sql()):
+                            self.overdue_candidates_sql(expired_leases)):
             cursor.execute(sql, bind(params, heads=most, lease_offset=lease_offset, **parts))
             found += cursor.fetchall()
         found = sorted(found)[:most]

@@ -40,13 +40,15 @@ class ClaimRequest:
     it, leased for ``lease_timeout`` seconds. Asking for no more heads than exist keeps
     the scan for them short (see the relay's :class:`~.relay.planner.ClaimPlanner`).
     With a ``partition``, fresh heads come only from that part of the aggregates (see
-    the relay's :mod:`~.relay.membership`)."""
+    the relay's :mod:`~.relay.membership`). Without ``expired_leases``, rows whose
+    lease expired may be left for a later claim (see :meth:`.Dialect.claim`)."""
 
     rows: int
     lease_timeout: float
     heads: int | None = None
     max_chain: int = 1
     partition: Partition | None = None
+    expired_leases: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.rows <= MAX_BATCH:
@@ -59,7 +61,7 @@ class ClaimRequest:
     def run(self, dialect: Dialect, cursor: Any) -> list[tuple[Any, ...]]:
         """The claim's rows, in :data:`~.base.CLAIM_COLUMNS` order."""
         return dialect.claim(cursor, self.rows, self.lease_timeout_ms, self.max_chain,
-                             self.heads, self.partition)
+                             self.heads, self.partition, self.expired_leases)
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,9 @@ class PostgresqlDialect(Dialect):
     # A generic plan: the claim's plan does not depend on its limits (an ordered walk of
     # the claim index), yet PostgreSQL would plan it afresh each time, at about half the
     # cost of running it.
+    # No JIT: the claim's estimated cost (a walk of the claim index with a filter it
+    # cannot estimate) passes jit_above_cost, and compiling it took 30 ms a claim (four
+    # relays, 100,000 open rows) to run a statement of a few milliseconds.
     # A connection check: PostgreSQL notices a vanished client only when it next writes
     # to it, so the claim of a relay killed mid-statement kept running (33 minutes in
     # the soak), holding row locks. Checked every second, a dead relay's statement ends
@@ -225,6 +228,7 @@ class PostgresqlDialect(Dialect):
     relay_transaction_sql = (
         "SELECT set_config('synchronous_commit', 'off', true), "
         "set_config('plan_cache_mode', 'force_generic_plan', true), "
+        "set_config('jit', 'off', true), "
         "CASE WHEN current_setting('server_version_num')::integer >= 140000 "
         "AND version() LIKE '%linux%' "
         "THEN set_config('client_connection_check_interval', '1s', true) END"
@@ -317,12 +321,13 @@ class PostgresqlDialect(Dialect):
         return compose(f"CASE WHEN MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}} "
                        "THEN TRUE ELSE FALSE END", param(PARTS), param(PART))
 
-    def claim_sql(self, partitioned: bool = False) -> Fragment:
+    def claim_sql(self, partitioned: bool = False, expired_leases: bool = True) -> Fragment:
         """The claim as one statement, so one short transaction even in autocommit. The
         probes have no locking clause: they read committed state, in which every open
-        status blocks. ``partitioned``: fresh heads of this relay's part only."""
+        status blocks. ``partitioned``: fresh heads of this relay's part only;
+        ``expired_leases``: see :meth:`overdue_candidates_sql`."""
         q = self.quote
-        return self.statement(("claim", partitioned), lambda: compose(
+        return self.statement(("claim", partitioned, expired_leases), lambda: compose(
             "WITH fresh AS ({}), overdue AS ({}), "
             f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
             "ORDER BY 1 LIMIT {}) "
@@ -331,11 +336,12 @@ class PostgresqlDialect(Dialect):
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
             f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(),
+            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(expired_leases),
             param(LIMIT),
         ))
 
-    def chain_claim_sql(self, partitioned: bool = False) -> Fragment:
+    def chain_claim_sql(self, partitioned: bool = False, expired_leases: bool = True
+                        ) -> Fragment:
         """The claim with chains, as one statement.
 
         Only rows behind a head this statement holds (FOR UPDATE) are read into a chain,
@@ -349,7 +355,7 @@ class PostgresqlDialect(Dialect):
         """
         q = self.quote
         window = f"ORDER BY c.{q('id')}"
-        return self.statement(("chain_claim", partitioned), lambda: compose(
+        return self.statement(("chain_claim", partitioned, expired_leases), lambda: compose(
             "WITH fresh AS ({}), overdue AS ({}), "
             f"heads AS (SELECT {q('id')}, {q('aggregate_id')} FROM fresh UNION ALL "
             f"SELECT {q('id')}, {q('aggregate_id')} FROM overdue ORDER BY 1 LIMIT {{}}), "
@@ -364,17 +370,17 @@ class PostgresqlDialect(Dialect):
             f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
             f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
             f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(),
+            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(expired_leases),
             param(HEADS), self.unbroken_sql("c", window), chain_share_sql("COUNT(*)", least=True),
             param(LIMIT),
         ))
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None
-              ) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None,
+              expired_leases: bool = True) -> list[tuple[Any, ...]]:
         chained, partitioned = max_chain > 1, partition is not None
-        sql, params = (self.chain_claim_sql(partitioned) if chained
-                       else self.claim_sql(partitioned))
+        sql, params = (self.chain_claim_sql(partitioned, expired_leases) if chained
+                       else self.claim_sql(partitioned, expired_leases))
         claimed = self.execute_often(cursor, sql, bind(
             params, limit=limit, heads=min(limit, heads or limit) if chained else limit,
             lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain,

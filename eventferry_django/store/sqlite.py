@@ -137,12 +137,13 @@ class SqliteDialect(Dialect):
     partitions_aggregates = False
 
     def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None
-              ) -> list[tuple[Any, ...]]:
+              heads: int | None = None, partition: Partition | None = None,
+              expired_leases: bool = True) -> list[tuple[Any, ...]]:
         # ``heads`` exists to keep a scan for heads short on a deep backlog; this claim
         # ranks every open row whatever it asks for (one writer, one relay), so capping
-        # the heads would only hand out fewer rows for the same reading. ``partition``
-        # never comes (see ``partitions_aggregates``).
+        # the heads would only hand out fewer rows for the same reading, and leaving
+        # ``expired_leases`` out would save none. ``partition`` never comes (see
+        # ``partitions_aggregates``).
         q = self.quote
         if max_chain > 1:
             sql, params = self.statement("chain_claim", lambda: self.update_claimed_sql(
