@@ -11,8 +11,8 @@ A kernel without netem (``sch_netem``; the development VM's has none) gets the d
 from :mod:`benchmarks.delay_proxy` instead, one proxy process per server on 127.0.0.1
 (``--delay proxy``, the default there): the relays then reach both servers through it
 at every round trip, 0 ms included, so the proxy's own cost is in every row.
-The relays run here, as the ``outbox_relay`` command, with defaults (``BATCH_SIZE`` 100,
-``BATCHES_IN_FLIGHT`` 2, ``MAX_CHAIN`` 100). For each round trip and relay count: the
+The relays run here, as the ``outbox_relay`` command, with the defaults (``BATCH_SIZE``
+500, ``BATCHES_IN_FLIGHT`` 2, ``MAX_CHAIN`` 500). For each round trip and relay count: the
 relays start and check in with the relay registry, ``--events`` pending rows over
 ``--aggregates`` aggregates are committed in one statement, and the clock runs from
 that commit to the last row done. Needs root (``ip netns``, ``tc``); everything it
@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -189,6 +190,20 @@ def insert_pending(events: int, aggregates: int) -> None:
              "aggregates": aggregates})
 
 
+def empty_outbox() -> None:
+    """What autovacuum does between bursts: without it, each drain's dead index entries
+    (two a row) slow the next drain's claims, and the later drains of a run (the larger
+    relay counts) would be measured on a more bloated table than the first."""
+    from django.db import connection
+
+    from eventferry_django.models import OutboxEvent
+
+    name = connection.ops.quote_name(OutboxEvent._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {name}")
+        cursor.execute(f"VACUUM ANALYZE {name}")
+
+
 def open_rows() -> int:
     from eventferry_django.models import OutboxEvent
 
@@ -234,15 +249,34 @@ def relays(count: int, env: dict[str, str], logs: Path) -> Iterator[None]:
                 process.kill()
 
 
+def cpu_times() -> tuple[int, int]:
+    """The machine's busy and total CPU time so far, in clock ticks (``/proc/stat``)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(n) for n in stat.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+@dataclass(frozen=True)
+class Drain:
+    rate: float
+    #: Share of the machine's CPU time (every core) that was busy during the drain.
+    busy: float
+
+
 def drain(count: int, events: int, aggregates: int, env: dict[str, str], logs: Path
-          ) -> float:
-    """Events per second, from the commit of ``events`` rows to the last one done."""
+          ) -> Drain:
+    """Events per second, from the commit of ``events`` rows to the last one done, and
+    how busy the machine was meanwhile."""
+    empty_outbox()
     with relays(count, env, logs):
-        started = time.perf_counter()
+        started, (busy, total) = time.perf_counter(), cpu_times()
         insert_pending(events, aggregates)
         while open_rows():
-            time.sleep(0.1)
-        return events / (time.perf_counter() - started)
+            time.sleep(0.2)
+        seconds = time.perf_counter() - started
+        busy_after, total_after = cpu_times()
+        return Drain(events / seconds, (busy_after - busy) / max(total_after - total, 1))
 
 
 def main() -> None:
@@ -251,6 +285,8 @@ def main() -> None:
     parser.add_argument("--aggregates", type=int, default=100)
     parser.add_argument("--relays", default="1,2,4,8")
     parser.add_argument("--rtts", default="0,2,10", help="round trips in ms")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="the relays' BATCH_SIZE (default: the setting's default)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="interleaved rounds of the whole grid; the table shows medians")
     parser.add_argument("--delay", choices=("auto", "netem", "proxy"), default="auto",
@@ -266,7 +302,7 @@ def main() -> None:
     base.chmod(0o755)  # the private PostgreSQL runs as postgres when we are root
     logs = base / "logs"
     logs.mkdir()
-    runs: dict[tuple[float, int], list[float]] = {}
+    runs: dict[tuple[float, int], list[Drain]] = {}
     netem = False
     try:
         with Namespace() as net:
@@ -279,7 +315,7 @@ def main() -> None:
                 with psycopg.connect(host=net.address, port=database.port, user="postgres",
                                      dbname="postgres", autocommit=True) as conn:
                     conn.execute("CREATE DATABASE soak")
-                env = dict(soak_env("postgres", database.port, broker.url, 100),
+                env = dict(soak_env("postgres", database.port, broker.url, args.batch_size),
                            EVENTFERRY_SOAK_DB_HOST=net.address)
                 os.environ.update(env)
                 import django
@@ -294,21 +330,27 @@ def main() -> None:
                     for rtt in rtts:
                         with delayed(net, database, broker, rtt, env, netem=netem) as far_env:
                             for count in counts:
-                                rate = drain(count, args.events, args.aggregates, far_env, logs)
-                                runs.setdefault((rtt, count), []).append(rate)
+                                run = drain(count, args.events, args.aggregates, far_env, logs)
+                                runs.setdefault((rtt, count), []).append(run)
                                 print(f"round {round_}, {rtt:g} ms, {count} relay(s): "
-                                      f"{rate:,.0f} ev/s", flush=True)
+                                      f"{run.rate:,.0f} ev/s, machine {run.busy:.0%} busy",
+                                      flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    results = {key: statistics.median(rates) for key, rates in runs.items()}
+    results = {key: statistics.median(run.rate for run in drains)
+               for key, drains in runs.items()}
+    busy = {key: statistics.median(run.busy for run in drains) for key, drains in runs.items()}
     rows = [(f"{rtt:g} ms", *(f"{results[rtt, n]:,.0f} "
-                              f"({results[rtt, n] / results[rtt, counts[0]]:.1f}x)"
+                              f"({results[rtt, n] / results[rtt, counts[0]]:.1f}x, "
+                              f"{busy[rtt, n]:.0%} busy)"
                               for n in counts)) for rtt in rtts]
+    batch = f"BATCH_SIZE {args.batch_size}" if args.batch_size else "defaults"
     print(f"PostgreSQL 15 and RabbitMQ (private, {dt.date.today()}), {args.events:,} events over "
-          f"{args.aggregates} aggregates, defaults, delay by {'netem' if netem else 'proxy'}, "
+          f"{args.aggregates} aggregates, {batch}, delay by {'netem' if netem else 'proxy'}, "
           f"median of {args.rounds} interleaved round(s), "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; events/s from "
-          "the commit to the last row done (x: against the first relay count)")
+          "the commit to the last row done (x: against the first relay count; busy: the "
+          "machine's CPU, every core, during the drain)")
     print(table(rows, ("round trip", *(f"{n} relay(s)" for n in counts))))
 
 

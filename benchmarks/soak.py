@@ -217,12 +217,16 @@ def declare_queue(url: str) -> None:
         kombu.Queue(QUEUE, exchange, routing_key="#", durable=True)(conn.channel()).declare()
 
 
-def soak_env(vendor: str, db_port: int, amqp: str, batch_size: int) -> dict[str, str]:
-    eventferry = {
-        "CLAIM_TIMEOUT": CLAIM_TIMEOUT, "BATCH_SIZE": batch_size,
+def soak_env(vendor: str, db_port: int, amqp: str, batch_size: int | None = None
+             ) -> dict[str, str]:
+    """The processes' environment; ``batch_size`` None leaves ``BATCH_SIZE`` at its default."""
+    eventferry: dict[str, object] = {
+        "CLAIM_TIMEOUT": CLAIM_TIMEOUT,
         "PUBLISHER": {"BACKEND": "eventferry_django.publishers.kombu.KombuPublisher",
                       "OPTIONS": {"url": amqp, "exchange": EXCHANGE}},
     }
+    if batch_size is not None:
+        eventferry["BATCH_SIZE"] = batch_size
     return dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="benchmarks.soak_settings",
                 EVENTFERRY_SOAK_VENDOR=vendor, EVENTFERRY_SOAK_DB_PORT=str(db_port),
                 EVENTFERRY_SOAK_AMQP=amqp, EVENTFERRY_SOAK_EVENTFERRY=json.dumps(eventferry))
