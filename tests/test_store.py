@@ -133,7 +133,7 @@ def test_a_claim_may_leave_expired_leases_for_later_but_never_due_retries() -> N
     vendor scans for overdue heads apart, the lease scan is skipped."""
     publish("a", "b")
     store = OutboxStore()
-    [a, b] = store.claim(2, lease_timeout=0.2)
+    [_held, b] = store.claim(2, lease_timeout=0.2)
     assert store.record_failures([Failure(b, "refused")]) == 1  # b: a retry, due now
     time.sleep(0.4)  # a's lease has expired
     publish("c")
