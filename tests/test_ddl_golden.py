@@ -670,6 +670,17 @@ def test_tsql_relay_registry_parses(schema: str | None) -> None:
     assert isinstance(_parse_one(drop), exp.Drop)
 
 
+def rendered_claims(calls: dict[str, Any]) -> str:
+    """Each call's statements, under its name and with its parameters."""
+    text = ""
+    for name, call in calls.items():
+        cursor = RowsCursor()
+        call(cursor)
+        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
+                        for sql, params in cursor.statements)
+    return text
+
+
 def partitioned_claims(vendor: str) -> str:
     """The claims of a relay that shares the aggregates out (the second of three parts)."""
     dialect = dialect_for(vendor, TableName("outbox"))
@@ -679,13 +690,7 @@ def partitioned_claims(vendor: str) -> str:
         "claim_chained_partitioned": lambda c: dialect.claim(c, 500, 60_000, 100, 50,
                                                               partition=partition),
     }
-    text = ""
-    for name, call in calls.items():
-        cursor = RowsCursor()
-        call(cursor)
-        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
-                        for sql, params in cursor.statements)
-    return text
+    return rendered_claims(calls)
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql"])
@@ -714,13 +719,7 @@ def claims_without_leases(vendor: str) -> str:
         "claim_chained_partitioned_without_leases": lambda c: dialect.claim(
             c, 500, 60_000, 100, 50, partition=Partition(3, 1), expired_leases=False),
     }
-    text = ""
-    for name, call in calls.items():
-        cursor = RowsCursor()
-        call(cursor)
-        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
-                        for sql, params in cursor.statements)
-    return text
+    return rendered_claims(calls)
 
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
