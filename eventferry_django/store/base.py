@@ -207,18 +207,13 @@ class Dialect:
                        param(PARTS), param(PART))
 
     def overdue_candidates_sql(self, expired_leases: bool = True) -> Fragment:
-        """Ids and aggregates of overdue heads (few, found apart), at most
-        :data:`~.sql.HEADS` of them; without ``expired_leases``, due retries only.
-
-        Looking for expired leases reads every claimed row's entry in the claim index,
-        and each settled row leaves a dead one there until VACUUM, so a busy relay
-        looks for them only now and then (see :class:`~.relay.planner.ClaimPlanner`)."""
+        """Ids and aggregates of overdue heads (few, found apart), at most :data:`~.sql.HEADS`
+        of them; without ``expired_leases``, due retries only (why: :mod:`.relay.planner`)."""
         q = self.quote
         return self.statement(("overdue_candidates", expired_leases), lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.table} AS c "
             f"WHERE {{}} AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{self.skip_locked_sql}",
-            self.overdue_sql("c", expired_leases), self.head_of_aggregate_sql("c"),
-            param(HEADS),
+            self.overdue_sql("c", expired_leases), self.head_of_aggregate_sql("c"), param(HEADS),
         ))
 
     def claimable_status_sql(self, alias: str = "c", partitioned: bool = False) -> Fragment:
