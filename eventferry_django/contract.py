@@ -1,9 +1,11 @@
 """The store contract's vocabulary, defined once: the status codes (stable forever) and
-the groups of them that the SQL and the ORM share, and the batch bound. Every SQL string,
-every model choice and every command's range check is written from these."""
+the groups of them that the SQL and the ORM share, the batch bound, and the buckets
+relays share the aggregates by. Every SQL string, every model choice and every command's
+range check is written from these."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from enum import IntEnum
 
@@ -34,3 +36,16 @@ def sql_list(codes: Iterable[int]) -> str:
 #: The most rows one claim, settlement or delete touches (and the largest batch size a
 #: setting or a command may ask for).
 MAX_BATCH = 10_000
+
+
+#: How many buckets the aggregates are hashed into (migration 0010 stores each row's).
+#: Relays share the work by owning buckets; the count is stored data: it never changes.
+BUCKETS = 256
+
+
+def bucket_of(aggregate_id: str) -> int:
+    """The bucket of ``aggregate_id`` (0 to :data:`BUCKETS` - 1): the first byte of the
+    MD5 digest of its UTF-8 text, so every process, and every language and database that
+    can compute MD5, puts an aggregate in the same bucket. (A spread, not a secret: MD5
+    serves here as on a FIPS build, not for security.)"""
+    return hashlib.md5(aggregate_id.encode("utf-8"), usedforsecurity=False).digest()[0]

@@ -66,6 +66,11 @@ RELEASES: dict[str, Release] = {
         "reads the table's columns first)"),
     "0009_relay_registry": Release("relays", _create_or_drop,
                                    "the relay registry beside the outbox"),
+    "0010_claim_buckets": Release(
+        "outbox", lambda schema, _, forwards: schema.bucket_statements(forwards=forwards),
+        "the outbox's nullable bucket column and the index of each bucket's fresh rows "
+        "(SQLite: the column alone, unguarded: the migration reads the table's columns "
+        "first)"),
 }
 
 
@@ -162,6 +167,13 @@ def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[
     statuses in, the unfiltered one out (the other way round backwards); nothing on
     MariaDB/MySQL, which have no filtered indexes."""
     return released("0007_closed_rows_index", vendor, forwards=forwards)
+
+
+def bucket_statements(vendor: str, *, forwards: bool = True) -> list[str]:
+    """What migration 0010 runs on ``vendor``: the outbox's nullable ``bucket`` column and
+    the index of each bucket's fresh rows (the column alone on SQLite), or both dropped
+    backwards."""
+    return released("0010_claim_buckets", vendor, forwards=forwards)
 
 
 def schema_version_statements(vendor: str, *, forwards: bool = True) -> list[str]:

@@ -18,6 +18,7 @@ from django.db import Error, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import EventferrySettings, get_settings
+from .contract import bucket_of
 from .exceptions import InvalidEvent
 from .models import OutboxEvent
 from .naming import TableName
@@ -245,16 +246,18 @@ def _row(event: NewEvent, prefix: str, settings: EventferrySettings) -> tuple[An
     topic = settings.topics.get(topic_name)
     version = schema_version(event.schema_version, topic)
     check_payload(payload, topic_name, topic, version, f"{prefix}payload")
+    aggregate_id = _text(aggregate_id, f"{prefix}aggregate_id")
     return (
         _text(message_id, f"{prefix}message_id"),
         topic_name,
         _text(event.aggregate_type, f"{prefix}aggregate_type"),
-        _text(aggregate_id, f"{prefix}aggregate_id"),
+        aggregate_id,
         None if event.partition_key is None
         else _text(event.partition_key, f"{prefix}partition_key"),
         payload,
         headers,
         current_traceparent(),
+        bucket_of(aggregate_id),
         None if version is None else _text(version, f"{prefix}schema_version"),
     )
 

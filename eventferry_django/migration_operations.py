@@ -17,7 +17,7 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 from .ddl import TableKind, released, table_ddl
-from .store.tables import SCHEMA_VERSION
+from .store.tables import BUCKET, SCHEMA_VERSION, Column
 
 
 class VendorDdl(Operation):
@@ -171,14 +171,14 @@ class ReplaceRetentionIndex(VendorDdl):
         return "closed_rows_index"
 
 
-class AddSchemaVersionColumn(VendorDdl):
-    """Adds the outbox's nullable ``schema_version`` column (and drops it when reversed);
-    guarded in the SQL of every vendor but SQLite, whose ALTER TABLE has no IF [NOT]
-    EXISTS for columns: there the table's columns are read first. The model's field is
-    added beside it by the migration's state operation."""
+class AddOutboxColumn(VendorDdl):
+    """Adds a nullable column to the outbox (and drops it when reversed); guarded in the
+    SQL of every vendor but SQLite, whose ALTER TABLE has no IF [NOT] EXISTS for columns:
+    there the table's columns are read first. The model's field is added beside it by the
+    migration's state operation. Subclasses name the column and the release."""
 
     model_name = "outboxevent"
-    release = "0008_schema_version"
+    column: ClassVar[Column]
 
     def needed(self, schema_editor: BaseDatabaseSchemaEditor, *, forwards: bool) -> bool:
         connection = schema_editor.connection
@@ -186,9 +186,16 @@ class AddSchemaVersionColumn(VendorDdl):
         if dialect.schema.guards_columns or schema_editor.collect_sql:  # sqlmigrate prints
             return True
         with connection.cursor() as cursor:
-            cursor.execute(dialect.schema.column_count_sql(SCHEMA_VERSION, table))
+            cursor.execute(dialect.schema.column_count_sql(self.column, table))
             (present,) = cursor.fetchone()
         return bool(present) is not forwards
+
+
+class AddSchemaVersionColumn(AddOutboxColumn):
+    """The outbox's nullable ``schema_version`` column (migration 0008)."""
+
+    column = SCHEMA_VERSION
+    release = "0008_schema_version"
 
     def describe(self) -> str:
         return "Add the outbox's schema_version column with vendor DDL"
@@ -196,3 +203,18 @@ class AddSchemaVersionColumn(VendorDdl):
     @property
     def migration_name_fragment(self) -> str:
         return "schema_version"
+
+
+class AddClaimBuckets(AddOutboxColumn):
+    """The outbox's nullable ``bucket`` column and the index of each bucket's fresh rows
+    (migration 0010; the column alone on SQLite), by which relays share the work."""
+
+    column = BUCKET
+    release = "0010_claim_buckets"
+
+    def describe(self) -> str:
+        return "Add the outbox's bucket column and bucket index with vendor DDL"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "claim_buckets"

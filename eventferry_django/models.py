@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .conf import orm_db_table
-from .contract import OPEN, StatusCode
+from .contract import OPEN, StatusCode, bucket_of
 from .store import DIALECTS
 
 
@@ -55,7 +55,7 @@ class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
         return self.filter(status__in=OPEN_STATUSES).filter(status=Status.PENDING)
 
     def _database_now(self) -> RawSQL:
-        now_sql = DIALECTS[connections[self.db].vendor].now_sql
+        now_sql = DIALECTS[connections[self.db].vendor].ops_class.now_sql
         return RawSQL(now_sql, (), output_field=models.DateTimeField())
 
     def claimed(self) -> OutboxEventQuerySet:
@@ -101,6 +101,8 @@ class OutboxEvent(models.Model):
     # The version of the payload's schema the event was written with (migration 0008).
     schema_version = models.CharField(_("schema version"), max_length=255, null=True,
                                       blank=True)
+    # The aggregate's bucket, by which relays share the work (migration 0010).
+    bucket = models.SmallIntegerField(_("bucket"), null=True, blank=True, editable=False)
 
     objects = OutboxEventQuerySet.as_manager()
 
@@ -111,6 +113,13 @@ class OutboxEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic} {self.message_id} ({self.get_status_display()})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A row made through the ORM lands in its aggregate's bucket as publish_event()'s
+        # do (without one, any relay would take it, unshared).
+        if self.bucket is None and self.aggregate_id:
+            self.bucket = bucket_of(str(self.aggregate_id))
+        super().save(*args, **kwargs)
 
     @property
     def payload_data(self) -> Any:

@@ -120,6 +120,11 @@ class TableName:
         return f"IX_{self.table}_claim_ready"
 
     @property
+    def bucket_index(self) -> str:
+        """Each bucket's fresh rows (migration 0010): the claim's reading of its buckets."""
+        return f"IX_{self.table}_bucket_fresh"
+
+    @property
     def retention_index(self) -> str:
         """The first release's retention index, on every status: migration 0007 replaces
         it with :attr:`closed_index` where the vendor has filtered indexes."""

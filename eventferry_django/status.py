@@ -177,7 +177,7 @@ def oldest_claimable_since(events: OutboxEventQuerySet, store: BoundStore
     row can be claimed. A lease counts as run out ``CLAIM_TIMEOUT`` after its claim (or
     at the time its relay last renewed it to, if later)."""
     lease = dt.timedelta(seconds=get_settings().claim_timeout)
-    offset = store.dialect.offset_param(-round(lease / dt.timedelta(milliseconds=1)))
+    offset = store.dialect.ops.offset_param(-round(lease / dt.timedelta(milliseconds=1)))
     since: list[dt.datetime] = []
     for kind, (sql, params) in store.dialect.claimable.probes().items():
         for row in events.raw(sql, bind(params, lease_offset=offset)):

@@ -93,7 +93,7 @@ def insert(rows: list[OutboxEvent], per_statement: int = 500) -> None:
         ]
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {dialect.table} ({dialect.columns(columns)}) VALUES "
+                f"INSERT INTO {dialect.table} ({dialect.ops.columns(columns)}) VALUES "
                 + ", ".join([placeholders] * len(chunk)),
                 params,
             )

@@ -237,12 +237,23 @@ def test_rows_behind_a_refused_head_wait_until_it_is_dead_then_flow() -> None:
 def test_the_claims_sql_share_is_the_python_chain_share() -> None:
     """MariaDB computes a chain's share in Python, PostgreSQL in the claim: the same
     formula, evaluated by the server here for a grid of claims."""
-    grid = [(chain, limit, heads) for chain in (1, 2, 7, 100) for limit in (1, 9, 100, 500)
-            for heads in (0, 1, 3, 64, 500)]
-    share_sql, slots = chain_share_sql("h.n", least=True)
+    grid = [(chain, limit, heads, rank) for chain in (1, 2, 7, 100)
+            for limit in (1, 9, 100, 500) for heads in (1, 3, 64, 500) if heads <= limit
+            for rank in sorted({1, 2, heads // 2 + 1, heads}) if rank <= heads]
+    share_sql, slots = chain_share_sql("h.r", "h.n", least=True)
     with connection.cursor() as cursor:
-        for max_chain, limit, heads in grid:
-            cursor.execute(f"SELECT {share_sql} FROM (SELECT %s AS n) AS h",
-                           [*bind(slots, max_chain=max_chain, limit=limit), heads])
+        for max_chain, limit, heads, rank in grid:
+            cursor.execute(f"SELECT {share_sql} FROM (SELECT %s AS r, %s AS n) AS h",
+                           [*bind(slots, max_chain=max_chain, limit=limit), rank, heads])
             [(in_sql,)] = cursor.fetchall()
-            assert in_sql == chain_share(max_chain, limit, heads), (max_chain, limit, heads)
+            assert in_sql == chain_share(max_chain, limit, heads, rank), (
+                max_chain, limit, heads, rank)
+
+
+def test_the_chain_shares_fill_the_batch_and_favour_the_older_heads() -> None:
+    for limit, heads in ((500, 495), (500, 300), (500, 1), (9, 3), (100, 64)):
+        shares = [chain_share(500, limit, heads, rank) for rank in range(1, heads + 1)]
+        assert heads + sum(shares) == limit, (limit, heads)
+        assert shares == sorted(shares, reverse=True) and shares[0] - shares[-1] <= 1
+    # Never past MAX_CHAIN - 1, whatever the batch leaves.
+    assert [chain_share(3, 500, 2, rank) for rank in (1, 2)] == [2, 2]

@@ -6,7 +6,8 @@ Found by a 124,000-event drain over 1,000 aggregates that did not finish in 12 m
 every pending row, each probed as a head first, because MariaDB does not take
 ``next_retry_at IS NULL`` as a constant of the claim index's prefix; and each head probe
 (an earlier row in status IN (0, 1, 3)) sought on ``aggregate_id`` alone and walked the
-aggregate's whole done history.
+aggregate's whole done history. Since then a claim reads a window of fresh rows, oldest
+first or bucket by bucket (migration 0010), and names the indexes it reads.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def explain(sql: str, params: list[Any]) -> list[dict[str, Any]]:
 def assert_head_probes_seek(plan: list[dict[str, Any]]) -> None:
     """Each probe seeks the open-rows index on (aggregate, status): it reads the first
     entry of one status, never the aggregate's other statuses (its done history)."""
-    probes = [row for row in plan if "SUBQUERY" in str(row["select_type"])]
+    probes = [row for row in plan if row["table"] == "e"]
     assert len(probes) == 3, plan
     index = OutboxStore().dialect.name.aggregate_index
     for probe in probes:
@@ -71,14 +72,24 @@ def assert_head_probes_seek(plan: list[dict[str, Any]]) -> None:
         assert "filesort" not in str(probe["extra"]).lower(), plan
 
 
-def test_the_fresh_head_scan_walks_the_claim_index_in_order(deep_outbox: None) -> None:
+def test_the_oldest_first_walk_reads_the_claim_index(deep_outbox: None) -> None:
     dialect = OutboxStore().dialect
-    sql, params = dialect.fresh_candidates_sql()
-    plan = explain(sql, bind(params, heads=10))
-    # No sort: the scan stops at its limit instead of probing every pending row first.
+    sql, params = dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
+    plan = explain(sql, bind(params, heads=10, window=20))
+    # The walk and its window both read the claim index, never the primary key through
+    # the done history.
     assert plan[0]["key"] == dialect.name.claim_index, plan
-    assert "filesort" not in str(plan[0]["extra"]).lower(), plan
+    windows = [row for row in plan if "DERIVED" in str(row["select_type"])]
+    assert windows and all(row["key"] == dialect.name.claim_index for row in windows), plan
     assert_head_probes_seek(plan)
+
+
+def test_a_bucket_window_reads_its_bucket_in_id_order(deep_outbox: None) -> None:
+    dialect = OutboxStore().dialect
+    sql, params = dialect.claim.bucket_window_sql()  # type: ignore[attr-defined]
+    plan = explain(sql.strip("()"), bind(params, bucket=7, window=10))
+    assert plan[0]["key"] == dialect.name.bucket_index, plan
+    assert "filesort" not in str(plan[0]["extra"]).lower(), plan
 
 
 def test_the_second_look_at_the_heads_seeks_too(deep_outbox: None) -> None:
@@ -92,7 +103,7 @@ def test_the_second_look_at_the_heads_seeks_too(deep_outbox: None) -> None:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture), connection.cursor() as cursor:
-        assert dialect.still_heads(cursor, ids) == ids  # type: ignore[attr-defined]
+        assert dialect.claim.still_heads(cursor, ids) == ids  # type: ignore[attr-defined]
     assert_head_probes_seek(explain(*captured[0]))
 
 

@@ -22,6 +22,7 @@ import pytest
 from django.db import connection
 
 from eventferry_django.models import OutboxEvent
+from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.outbox import OutboxStore
 from eventferry_django.store.sql import bind
 from eventferry_django.store.statistics import StatisticsKeeper
@@ -172,16 +173,15 @@ def generic_claim_plan() -> dict[str, Any]:
     """EXPLAIN ANALYZE of the relay's chain claim of CLAIM rows, planned generic as the
     relay's prepared statement is; rolled back."""
     dialect = OutboxStore().dialect
-    sql, slots = dialect.chain_claim_sql()  # type: ignore[attr-defined]
+    sql, slots = dialect.claim.claim_sql()  # type: ignore[attr-defined]
     parts = sql.split("%s")
     numbered = "".join(f"{p}${i}" for i, p in enumerate(parts[:-1], 1)) + parts[-1]
-    params = bind(slots, heads=CLAIM, limit=CLAIM, max_chain=100,
-                  lease_offset=dialect.offset_param(-60_000))
+    params = bind(slots, **dialect.claim.slots(ClaimRequest(CLAIM, 60, max_chain=100)))
     with connection.cursor() as cursor:
         cursor.execute("BEGIN")
         try:
             cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            cursor.execute("PREPARE stale_claim(int, int, int, int, int, int, int, int) AS "
+            cursor.execute(f"PREPARE stale_claim({', '.join(['int'] * len(params))}) AS "
                            + numbered)
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE stale_claim("
                            + ", ".join(str(p) for p in params) + ")")
@@ -338,17 +338,20 @@ def test_mariadb_claim_reads_about_what_it_hands_out_under_done_only_statistics(
             "headers, status, attempts) "
             "WITH RECURSIVE d(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM d WHERE k < 99) "
             "SELECT CONCAT(%s, n), 't', 'a', CAST(n %% %s AS CHAR), '{}', '{}', 0, 0 "
-            "FROM (SELECT a.k * 100 + b.k AS n FROM d AS a, d AS b WHERE a.k < 20) AS s",
+            "FROM (SELECT a.k * 100 + b.k AS n FROM d AS a, d AS b WHERE a.k < 20) AS s "
+            "ORDER BY n",  # interleaved as events of many aggregates are
             ["p", AGGREGATES])
         if statistics == "fresh":
             cursor.execute(f"ANALYZE TABLE {table}")
             cursor.fetchall()
     store = OutboxStore()
     dialect = store.dialect
-    for sql, slots in (dialect.fresh_candidates_sql(), dialect.overdue_candidates_sql()):
+    claim = dialect.claim
+    values = claim.slots(ClaimRequest(CLAIM, 60))
+    for sql, slots in (claim.oldest_heads_sql(),  # type: ignore[attr-defined]
+                       *claim.overdue_heads_sql(True)):  # type: ignore[attr-defined]
         with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN {sql}", bind(slots, heads=CLAIM,
-                                                  lease_offset=-60_000_000))
+            cursor.execute(f"EXPLAIN {sql}", bind(slots, **values))
             columns = [c[0].lower() for c in cursor.description]
             plan = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
         keys = {row["key"] for row in plan}

@@ -34,8 +34,8 @@ def test_a_candidate_behind_an_open_row_is_dropped(vendor: str) -> None:
         {"n": 0}]
     with connection.cursor() as cursor:
         dialect = store.dialect
-        assert dialect.still_heads(cursor, [second, third]) == []  # type: ignore[attr-defined]
+        assert dialect.claim.still_heads(cursor, [second, third]) == []  # type: ignore[attr-defined]
         # Its own earlier candidates do not hold a candidate back.
         store.ack(store.claim(10, lease_timeout=60) or [])
         OutboxEvent.objects.filter(id=first).update(status=2)
-        assert dialect.still_heads(cursor, [second, third]) == [second, third]  # type: ignore[attr-defined]
+        assert dialect.claim.still_heads(cursor, [second, third]) == [second, third]  # type: ignore[attr-defined]

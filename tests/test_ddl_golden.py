@@ -16,7 +16,6 @@ from sqlglot import exp
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
-from eventferry_django.store.sql import Partition
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
 from .golden import assert_golden
@@ -185,10 +184,9 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
 
 
 def tsql_operations(dialect: MicrosoftDialect) -> dict[str, tuple[str, list[object]]]:
-    """Every DML statement of the SQL Server store, rendered with sample arguments."""
+    """Every DML statement of the SQL Server store but the claim (committed apart:
+    tests/test_claim_sql.py), rendered with sample arguments."""
     return recorded({
-        "claim": lambda c: dialect.claim(c, 500, 60_000),
-        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100),
         **settlement_calls(dialect),
         "stored_message_ids": lambda c: dialect.inserts.stored_message_ids(c, ["m-1", "m-2"]),
     })
@@ -231,69 +229,6 @@ def test_every_tsql_dml_statement_parses(operation: str) -> None:
     tables = {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name != "OPENJSON"}
     assert ("messaging", "outbox") in tables
     assert sql.count("%s") == len(params) or operation == "insert"
-
-
-def test_tsql_claim_batch_parts_parse_and_hold_the_contract() -> None:
-    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    batch, params = dialect.claim_sql()
-    assert params == ["limit", "lease_offset"]  # the TOP, then the lease in the predicate
-    declare, (update, _), result = (dialect.claim_declare_sql(), dialect.claim_update_sql(),
-                                    dialect.claim_result_sql())
-    for part in (declare, update, result):
-        assert part in batch
-        _parse_one(as_tsql_parameters(part))
-    # The frame sqlglot cannot parse (TRY/CATCH) is pinned by the golden file instead.
-    for line in ("SET NOCOUNT ON;", "SET XACT_ABORT ON;", "BEGIN TRY", "BEGIN TRANSACTION;",
-                 "COMMIT TRANSACTION;", "BEGIN CATCH", "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;",
-                 "THROW;", "END CATCH;"):
-        assert line in batch
-    tree = _parse_one(as_tsql_parameters(update))
-    assert isinstance(tree, exp.Update)
-    assert "INTO @claimed" in tree.sql("tsql")
-    assert "WITH" not in update.split("UPDATE", 1)[0]  # a derived table, not a CTE
-    outer_hints = "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)"
-    probe = update.split("NOT EXISTS", 1)[1]
-    assert outer_hints in update and "READPAST" not in probe
-    assert "WITH (READCOMMITTEDLOCK)" in probe
-    assert update.rstrip().endswith("OPTION (MAXDOP 1)")
-    assert "SYSUTCDATETIME()" in update and "GETDATE" not in batch
-    assert "ISOLATION LEVEL" not in batch
-
-
-def test_tsql_chained_claim_parses_and_never_lets_a_later_row_out_first() -> None:
-    dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    batch, params = dialect.claim_sql(chained=True)
-    (heads, _), (chains, _) = dialect.claim_heads_sql(), dialect.claim_chains_sql()
-    declare = dialect.claim_declare_sql(chained=True)
-    assert heads in batch and chains in batch and declare in batch
-    for part in declare.split(";\n"):
-        _parse_one(part)
-    heads_tree = _parse_one(as_tsql_parameters(heads))
-    assert isinstance(heads_tree, exp.Insert) and "@heads" in heads_tree.sql("tsql")
-    chains_tree = _parse_one(as_tsql_parameters(chains))
-    assert isinstance(chains_tree, exp.Update) and "INTO @claimed" in chains_tree.sql("tsql")
-    assert "WITH" not in chains.split("UPDATE", 1)[0]  # a derived table, not a CTE
-    # The heads: READPAST on the scan, never on the head probe.
-    scan, probe = heads.split("NOT EXISTS", 1)
-    assert "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)" in scan
-    assert "WITH (READCOMMITTEDLOCK)" in probe and "READPAST" not in probe
-    # The chain walk: no READPAST (a skipped locked row would let a later one out first),
-    # and it stops at the first row not claimable by its own state.
-    assert "READPAST" not in chains
-    walk = chains_tree.find(exp.Lateral)
-    assert walk is not None and "CROSS APPLY" in walk.sql("tsql")
-    assert "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)" in chains
-    assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in chains
-    assert "r.unbroken = 1" in chains and "c.[id] > h.[id]" in chains
-    # Each chain reads at most its share of the batch.
-    share, _ = dialect.claim_share_sql()
-    assert share in batch and "TOP (@share)" in chains
-    assert isinstance(_parse_one(as_tsql_parameters(share)), exp.Select)
-    # Parameters: heads' TOP, lease; the share (4); the claim's TOP, lease.
-    assert batch.count("%s") == len(params) == 8
-    assert params == ["heads", "lease_offset", "limit", "max_chain", "limit", "max_chain",
-                      "limit", "lease_offset"]
-    assert "ISOLATION LEVEL" not in batch and "GETDATE" not in batch
 
 
 @pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
@@ -485,26 +420,13 @@ def test_every_tsql_readpast_comes_with_readcommittedlock() -> None:
     must all run there."""
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     statements = [sql for sql, _ in tsql_operations(dialect).values()]
+    statements += [sql for sql, _ in dialect.claim.statements().values()]
     statements += [sql for sql, _ in tsql_inbox_operations().values()]
     hint_lists = [hints for sql in statements
                   for hints in re.findall(r"WITH \(([A-Z, ]+)\)", sql) if "READPAST" in hints]
     assert len(hint_lists) >= 3  # the claim, the outbox purge, the inbox purge
     for hints in hint_lists:
         assert "READCOMMITTEDLOCK" in hints.split(", "), hints
-
-
-def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> None:
-    """SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns, but
-    a driver that sends the claim as a plain batch would leave them on the connection for
-    whoever uses it next (a pool's next borrower): row counts gone, every error dooming
-    the transaction. So the batch turns both off itself, after the result and before a
-    re-raised error alike."""
-    batch, _ = MicrosoftDialect(TableName("outbox")).claim_sql()
-    reset = "SET NOCOUNT OFF;\nSET XACT_ABORT OFF;"
-    assert batch.rstrip().endswith(reset)
-    catch = batch.split("BEGIN CATCH", 1)[1].split("END CATCH;", 1)[0]
-    assert catch.index("SET NOCOUNT OFF;") < catch.index("THROW;")
-    assert catch.index("SET XACT_ABORT OFF;") < catch.index("THROW;")
 
 
 # -- what a DBA asks about ---------------------------------------------------------------
@@ -542,21 +464,6 @@ def test_tsql_sequential_key_option_is_compiled_only_where_it_exists() -> None:
     assert isinstance(alter, exp.Command) and alter.name.upper() == "ALTER"
 
 
-def test_tsql_claim_reads_status_as_literals_the_filtered_index_can_match() -> None:
-    """A filtered index serves only predicates the optimizer can prove lie inside its
-    filter when the plan is compiled: literals, not parameters. Every status the claim
-    scan reads is a literal inside the claim index's filter. (Under PARAMETERIZATION
-    FORCED they stay literals: the claim is sent already parameterized, and such
-    statements are left alone.)"""
-    dialect = MicrosoftDialect(TableName("outbox"))
-    scan = dialect.claim_update_sql()[0].split("JOIN (", 1)[1].split("NOT EXISTS", 1)[0]
-    assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", scan)
-    read = {int(code) for code in re.findall(r"c\.\[status\] = (\d)", scan)}
-    claim_index = next(i for i in dialect.schema.outbox.indexes if i.open_rows_only)
-    assert dialect.schema.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
-    assert read and read <= {0, 1, 3}
-
-
 def test_tsql_purge_batches_stay_below_lock_escalation() -> None:
     """5,000 locks on one table or index make SQL Server escalate to a table lock."""
     assert MicrosoftPurge.max_delete_batch <= 4_000
@@ -564,26 +471,18 @@ def test_tsql_purge_batches_stay_below_lock_escalation() -> None:
 
 # -- the other vendors' DML --------------------------------------------------------------
 class RowsCursor(RecordingCursor):
-    """A recording cursor whose reads find two candidate heads, so multi-statement claims
-    (MariaDB's: lock, probe, chain, update, read back) send every statement."""
+    """A recording cursor whose reads find two rows, so statements that read first
+    (a renewal's look for rows no one holds) send what follows."""
 
     def fetchall(self) -> list[tuple[object, ...]]:
-        sql = self.statements[-1][0]
-        if "THEN 1 ELSE 0 END FROM" in sql and "UNION ALL" in sql:
-            return [(3, "a", 1)]  # MariaDB's chain read: id, aggregate, claimable
-        if sql.startswith("SELECT c.`id` FROM") and "NOT e." in sql:
-            return [(1,), (2,)]  # MariaDB's second look at the heads
         return [(1, "a"), (2, "b")]
 
 
 def vendor_operations(vendor: str) -> dict[str, list[tuple[str, list[object]]]]:
-    """Every DML statement of ``vendor``'s store, rendered with sample arguments."""
+    """Every DML statement of ``vendor``'s store but the claim (committed apart:
+    tests/test_claim_sql.py), rendered with sample arguments."""
     dialect = dialect_for(vendor, TableName("outbox"))
-    calls: dict[str, Any] = {
-        "claim": lambda c: dialect.claim(c, 500, 60_000),
-        "claim_chained": lambda c: dialect.claim(c, 500, 60_000, 100, 50),
-        **settlement_calls(dialect),
-    }
+    calls: dict[str, Any] = settlement_calls(dialect)
     rendered = {}
     for name, call in calls.items():
         cursor = RowsCursor()
@@ -594,8 +493,8 @@ def vendor_operations(vendor: str) -> dict[str, list[tuple[str, list[object]]]]:
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql", "sqlite"])
 def test_dml_matches_golden(vendor: str) -> None:
-    """What each vendor's relay sends, with its parameters in order: a change to the
-    claim's SQL or to the order of its parameters shows here first."""
+    """What each vendor's relay sends besides its claim, with its parameters in order: a
+    change to that SQL or to the order of its parameters shows here first."""
     text = "".join(
         f"-- {name} {params!r}\n{sql};\n\n"
         for name, statements in vendor_operations(vendor).items()
@@ -670,80 +569,39 @@ def test_tsql_relay_registry_parses(schema: str | None) -> None:
     assert isinstance(_parse_one(drop), exp.Drop)
 
 
-def rendered_claims(calls: dict[str, Any]) -> str:
-    """Each call's statements, under its name and with its parameters."""
-    text = ""
-    for name, call in calls.items():
-        cursor = RowsCursor()
-        call(cursor)
-        text += "".join(f"-- {name} {params!r}\n{sql}{'' if sql.endswith(';') else ';'}\n\n"
-                        for sql, params in cursor.statements)
-    return text
+def test_sqlite_does_not_share_the_aggregates_out() -> None:
+    """One writer: its relays take turns, and its migration 0010 indexes no bucket."""
+    dialect = dialect_for("sqlite", TableName("outbox"))
+    assert not dialect.features.shares_aggregates and not dialect.schema.indexes_buckets
 
 
-def partitioned_claims(vendor: str) -> str:
-    """The claims of a relay that shares the aggregates out (the second of three parts)."""
+# -- the bucket column and its index (migration 0010) -------------------------------------
+
+
+@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql", "sqlite"])
+def test_bucket_migration_matches_golden(vendor: str) -> None:
     dialect = dialect_for(vendor, TableName("outbox"))
-    partition = Partition(3, 1)
-    calls = {
-        "claim_partitioned": lambda c: dialect.claim(c, 500, 60_000, partition=partition),
-        "claim_chained_partitioned": lambda c: dialect.claim(c, 500, 60_000, 100, 50,
-                                                              partition=partition),
-    }
-    return rendered_claims(calls)
+    assert_golden(f"{vendor}_claim_buckets.sql", render(dialect.schema.bucket_statements()))
+    assert_golden(f"{vendor}_claim_buckets_reverse.sql",
+                  render(dialect.schema.bucket_statements(forwards=False)))
 
 
-@pytest.mark.parametrize("vendor", ["microsoft", "postgresql", "mysql"])
-def test_partitioned_claim_matches_golden(vendor: str) -> None:
-    """Only the fresh heads are cut by part, with the part's two values bound; the claims
-    of a relay alone (the DML golden files) are unchanged."""
-    text = partitioned_claims(vendor)
-    assert_golden(f"{vendor}_partitioned_claim.sql", text)
-    assert "3, 1" in text
-
-
-@pytest.mark.parametrize("chained", [False, True])
-def test_tsql_partitioned_claim_parts_parse(chained: bool) -> None:
+@pytest.mark.parametrize("forwards", [True, False])
+def test_tsql_bucket_migration_parses_a_batch_a_step(forwards: bool) -> None:
+    """The column and the index in batches of their own: SQL Server compiles a batch
+    whole, and an index on a column the same batch adds would not compile."""
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
-    scan = (dialect.claim_heads_sql(partitioned=True) if chained
-            else dialect.claim_update_sql(partitioned=True))[0]
-    tree = _parse_one(as_tsql_parameters(scan))
-    assert "CHECKSUM(c.[aggregate_id])" in tree.sql("tsql")
-
-
-def claims_without_leases(vendor: str) -> str:
-    """The claims of a busy relay's settlements: due retries, no lease scan."""
-    dialect = dialect_for(vendor, TableName("outbox"))
-    calls = {
-        "claim_without_leases": lambda c: dialect.claim(c, 500, 60_000, expired_leases=False),
-        "claim_chained_partitioned_without_leases": lambda c: dialect.claim(
-            c, 500, 60_000, 100, 50, partition=Partition(3, 1), expired_leases=False),
-    }
-    return rendered_claims(calls)
-
-
-@pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
-def test_claim_without_leases_matches_golden(vendor: str) -> None:
-    """Where overdue heads are found by a scan of their own, that scan loses its
-    claimed-row branch (and the lease offset) and nothing else changes."""
-    text = claims_without_leases(vendor)
-    assert_golden(f"{vendor}_claim_without_leases.sql", text)
-    heads_only = text.split("-- claim_chained_partitioned_without_leases")[0]
-    assert "-60000" not in heads_only and "claimed_at" not in heads_only.split("UPDATE")[0]
-
-
-@pytest.mark.parametrize("vendor", ["microsoft", "sqlite"])
-def test_one_scan_claims_ignore_the_lease_flag(vendor: str) -> None:
-    """A claim that tests every row it reads for every claimable state saves nothing by
-    leaving leases out, so it sends the same statements either way."""
-    dialect = dialect_for(vendor, TableName("outbox"))
-    sent = []
-    for expired_leases in (True, False):
-        cursor = RowsCursor()
-        dialect.claim(cursor, 500, 60_000, 100, 50, expired_leases=expired_leases)
-        sent.append(cursor.statements)
-    assert sent[0] == sent[1]
-
-
-def test_sqlite_never_partitions() -> None:
-    assert not dialect_for("sqlite", TableName("outbox")).partitions_aggregates
+    batches = dialect.schema.bucket_statements(forwards=forwards)
+    assert len(batches) == 2
+    for batch in batches:
+        block = _parse_one(batch)
+        assert isinstance(block, exp.IfBlock)
+        tables = {(t.db, t.name) for t in block.find_all(exp.Table)}
+        assert ("messaging", "outbox") in tables
+    column, index = batches if forwards else reversed(batches)
+    assert "FROM sys.columns WHERE name = N'bucket'" in column
+    assert "FROM sys.indexes WHERE name = N'IX_outbox_bucket_fresh'" in index
+    if forwards:
+        assert "ADD [bucket] TINYINT NULL" in column
+        assert index.endswith("([bucket], [id]) INCLUDE ([aggregate_id]) "
+                              "WHERE [status] = 0 AND [next_retry_at] IS NULL;\nEND;")

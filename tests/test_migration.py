@@ -14,8 +14,10 @@ from django.test import override_settings
 from django.test.utils import isolate_apps
 
 from eventferry_django import conf, publish_event
+from eventferry_django.contract import bucket_of
 from eventferry_django.ddl import (
     autovacuum_statements,
+    bucket_statements,
     closed_rows_index_statements,
     create_statements,
     schema_version_statements,
@@ -73,7 +75,7 @@ def assert_matches_contract(name: TableName) -> None:
         else:
             assert found.keys == list(index.keys + index.include)
         supports_partial = connection.vendor != "mysql"
-        filtered = index.open_rows_only or index.closed_rows_only
+        filtered = index.open_rows_only or index.closed_rows_only or index.fresh_rows_only
         assert found.partial is (filtered and supports_partial), index.name
 
     expected_constraints = {name.message_id_unique, name.status_check, name.claimed_check}
@@ -134,6 +136,7 @@ def test_rerun_repairs_a_partial_deployment() -> None:
     run_ddl(closed_rows_index_statements(connection.vendor))
     if dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
         run_ddl(schema_version_statements(connection.vendor))
+        run_ddl(bucket_statements(connection.vendor))
 
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
@@ -201,6 +204,7 @@ def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: Ta
             run_ddl(closed_rows_index_statements(connection.vendor))
             if attempt == 0 or guarded:
                 run_ddl(schema_version_statements(connection.vendor))
+                run_ddl(bucket_statements(connection.vendor))
         assert_matches_contract(custom_location)
         with transaction.atomic():
             message_id = publish_event("t", {"where": "custom"}, aggregate_type="a",
@@ -428,13 +432,14 @@ def column_names() -> list[str]:
     return [name for name, _, _ in introspection.describe(connection, DEFAULT).columns]
 
 
-# Runs on the T-SQL endpoint too: its guards read sys.columns, whose names are right there.
+# Unapplying 0008 unapplies 0010 first, whose bucket index is looked up by name.
+@SYS_INDEXES_GAP
 @pytest.mark.django_db(transaction=True)
 def test_0008_adds_the_schema_version_column_and_drops_it() -> None:
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1",
                       schema_version="2")
-    assert column_names()[-1] == "schema_version"
+    assert column_names()[-2:] == ["schema_version", "bucket"]
 
     # Unapplied: the column is gone, the row kept.
     call_command("migrate", "eventferry_django", "0007_closed_rows_index", verbosity=0)
@@ -478,6 +483,8 @@ def registry_exists() -> bool:
     return DEFAULT.relay_registry.table in connection.introspection.table_names()
 
 
+# Unapplying 0009 unapplies 0010 first, whose bucket index is looked up by name.
+@SYS_INDEXES_GAP
 @pytest.mark.django_db(transaction=True)
 def test_0009_creates_the_relay_registry_and_drops_it_backwards() -> None:
     with transaction.atomic():
@@ -500,3 +507,40 @@ def test_sqlmigrate_0009_prints_the_registry_ddl() -> None:
     call_command("sqlmigrate", "eventferry_django", "0009", stdout=out)
     for statement in create_statements(connection.vendor, "relays"):
         assert statement.strip().rstrip(";") in out.getvalue()
+
+
+# -- the bucket column and its index (migration 0010) -----------------------------------------
+
+@SYS_INDEXES_GAP
+@pytest.mark.django_db(transaction=True)
+def test_0010_adds_the_bucket_column_and_index_and_drops_them() -> None:
+    with transaction.atomic():
+        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="order-7")
+    assert OutboxEvent.objects.get().bucket == bucket_of("order-7")
+    indexed = dialect_for(connection.vendor, DEFAULT).schema.indexes_buckets
+    assert (DEFAULT.bucket_index in index_names()) is indexed
+
+    # Unapplied: the column and its index are gone, the row kept.
+    call_command("migrate", "eventferry_django", "0009_relay_registry", verbosity=0)
+    assert "bucket" not in column_names() and DEFAULT.bucket_index not in index_names()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {DEFAULT.quoted(connection.vendor)}")
+        assert cursor.fetchone()[0] == 1
+
+    # Forwards again: a row written before has no bucket (any relay claims it).
+    call_command("migrate", "eventferry_django", verbosity=0)
+    assert column_names().count("bucket") == 1
+    assert (DEFAULT.bucket_index in index_names()) is indexed
+    assert OutboxEvent.objects.get().bucket is None
+    assert_matches_contract(DEFAULT)
+
+
+@SYS_INDEXES_GAP
+@pytest.mark.django_db(transaction=True)
+def test_0010_run_again_changes_nothing() -> None:
+    if not dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
+        pytest.skip("SQLite's ALTER TABLE cannot be guarded: the migration looks first")
+    run_ddl(bucket_statements(connection.vendor))
+    run_ddl(bucket_statements(connection.vendor))
+    assert column_names().count("bucket") == 1
+    assert_matches_contract(DEFAULT)

@@ -41,6 +41,7 @@ GOLDEN = {
     "0008_schema_version": ("{vendor}_schema_version.sql",
                             "{vendor}_schema_version_reverse.sql"),
     "0009_relay_registry": ("{vendor}_relay_registry.sql", "{vendor}_relay_registry_reverse.sql"),
+    "0010_claim_buckets": ("{vendor}_claim_buckets.sql", "{vendor}_claim_buckets_reverse.sql"),
 }
 #: Where a released migration does nothing.
 EMPTY = {("0006_outbox_autovacuum", vendor) for vendor in ("microsoft", "mysql", "sqlite")} | {
@@ -54,6 +55,7 @@ OPERATIONS: dict[str, type[migration_operations.VendorDdl]] = {
     "0007_closed_rows_index": migration_operations.ReplaceRetentionIndex,
     "0008_schema_version": migration_operations.AddSchemaVersionColumn,
     "0009_relay_registry": migration_operations.CreateRelayRegistry,
+    "0010_claim_buckets": migration_operations.AddClaimBuckets,
 }
 
 

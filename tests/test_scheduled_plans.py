@@ -13,6 +13,7 @@ import pytest
 from django.db import connection, transaction
 
 from eventferry_django.models import OutboxEvent
+from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.outbox import OutboxStore
 from eventferry_django.store.sql import bind
 
@@ -35,7 +36,7 @@ def scheduled_outbox() -> Iterator[None]:
     follow these."""
     store = OutboxStore()
     table = store.dialect.table
-    days_ahead = store.dialect.now_plus_sql()
+    days_ahead = store.dialect.ops.now_plus_sql()
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             series = "FROM generate_series(1, %s) AS n"
@@ -43,7 +44,7 @@ def scheduled_outbox() -> Iterator[None]:
             series = ("FROM (SELECT a.seq * 1000 + b.seq + 1 AS n FROM seq_0_to_999 AS a, "
                       "seq_0_to_999 AS b) AS s WHERE n <= %s")
         for prefix, count, retry_at in (("s", SCHEDULED, days_ahead), ("f", FRESH, "NULL")):
-            params = [store.dialect.offset_param(3 * 86_400_000)] if retry_at != "NULL" else []
+            params = [store.dialect.ops.offset_param(3 * 86_400_000)] if retry_at != "NULL" else []
             cursor.execute(
                 f"INSERT INTO {table} (message_id, topic, aggregate_type, aggregate_id, "
                 f"payload, headers, next_retry_at) SELECT CONCAT('{prefix}-', n), 't', 'a', "
@@ -98,15 +99,15 @@ def _pg_rows(node: Any) -> int:
 
 def test_the_claim_reads_none_of_the_rows_scheduled_ahead(scheduled_outbox: None) -> None:
     dialect = OutboxStore().dialect
+    slots = dialect.claim.slots(ClaimRequest(10, LEASE_MS / 1000))
     if connection.vendor == "postgresql":
-        sql, params = dialect.claim_sql()  # type: ignore[attr-defined]
-        read = rows_read(sql, bind(params, limit=10, heads=10,
-                                   lease_offset=dialect.offset_param(-LEASE_MS)))
+        sql, params = dialect.claim.claim_sql()  # type: ignore[attr-defined]
+        read = rows_read(sql, bind(params, **slots))
     else:
-        read = sum(rows_read(sql, bind(params, heads=10,
-                                       lease_offset=dialect.offset_param(-LEASE_MS)))
-                   for sql, params in (dialect.fresh_candidates_sql(),
-                                       dialect.overdue_candidates_sql()))
+        claim = dialect.claim
+        read = sum(rows_read(sql, bind(params, **slots))
+                   for sql, params in (claim.oldest_heads_sql(),  # type: ignore[attr-defined]
+                                       *claim.overdue_heads_sql(True)))  # type: ignore[attr-defined]
     assert read < 500, read
     claimed = OutboxStore().claim(10, lease_timeout=LEASE_MS / 1000)
     assert [event.message.message_id for event in claimed] == [f"f-{n}" for n in range(1, 11)]
@@ -115,6 +116,6 @@ def test_the_claim_reads_none_of_the_rows_scheduled_ahead(scheduled_outbox: None
 def test_the_claimable_probes_read_none_of_them_either(scheduled_outbox: None) -> None:
     dialect = OutboxStore().dialect
     for kind, (sql, params) in dialect.claimable.probes().items():
-        read = rows_read(sql, bind(params, lease_offset=dialect.offset_param(-LEASE_MS)))
+        read = rows_read(sql, bind(params, lease_offset=dialect.ops.offset_param(-LEASE_MS)))
         assert read < 500, (kind, read)
     assert OutboxEvent.objects.filter(next_retry_at__isnull=False).count() == SCHEDULED

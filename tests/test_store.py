@@ -234,12 +234,13 @@ def test_a_hot_aggregates_head_probe_stays_a_seek_in_the_generic_plan() -> None:
     # aggregate was a hash anti-join comparing every candidate with every open row (32 s
     # per claim at 20,000 rows): the 1-aggregate drain never finished.
     publish(*["hot"] * 3000)
-    sql = OutboxStore().dialect.fresh_candidates_sql()[0].replace("%s", "$1")
+    sql, _ = OutboxStore().dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
+    sql = sql.replace("%s", "$1", 1).replace("%s", "$2", 1)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {connection.ops.quote_name('outbox')}")
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE hot_heads(bigint) AS {sql}")
-        cursor.execute("EXPLAIN (COSTS OFF) EXECUTE hot_heads(500)")
+        cursor.execute(f"PREPARE hot_heads(bigint, bigint) AS {sql}")
+        cursor.execute("EXPLAIN (COSTS OFF) EXECUTE hot_heads(1000, 500)")
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("DEALLOCATE hot_heads")
     # A per-candidate subplan that stops at its first row, whichever index it seeks.
@@ -256,15 +257,14 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
     store = OutboxStore(max_chain=500)
     for _ in range(6):
         store.ack(store.claim(500, 60))
-    sql, slots = store.dialect.fresh_candidates_sql()
+    sql, slots = store.dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
     with transaction.atomic(), connection.cursor() as cursor:
         # With the statistics a relay keeps (store/statistics.py), not whatever an earlier
         # test left behind: the plan, not the planner's guess, is what is measured here.
         cursor.execute(store.dialect.statistics.refresh_statistics_sql())
-        # Asking for more heads than there are scans every open row: what a relay's
-        # first claim, and each of its refreshes, does.
+        # Asking for more heads than there are: the walk reads its whole window.
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
-                       bind(slots, heads=500))
+                       bind(slots, heads=500, window=1000))
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     buffers = plan[0]["Plan"]["Shared Hit Blocks"] + plan[0]["Plan"]["Shared Read Blocks"]

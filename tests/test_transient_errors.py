@@ -38,7 +38,7 @@ def as_django(driver: ModuleType, exc: BaseException) -> Error:
 
 
 def microsoft_transient(exc: BaseException) -> bool:
-    return dialect_for("microsoft", TableName("outbox")).is_transient(exc)
+    return dialect_for("microsoft", TableName("outbox")).ops.is_transient(exc)
 
 
 DEADLOCK_TEXT = ("[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Transaction (Process "

@@ -87,7 +87,7 @@ class BoundStore:
         (status, lease), so repeating a rolled-back one is safe. Not inside a caller's
         transaction, though: that one is lost and only the caller can repeat it.
         """
-        setup = self.dialect.relay_transaction_sql
+        setup = self.dialect.ops.relay_transaction_sql
         for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
             scope = transaction.atomic(using=self.alias) if atomic or setup else nullcontext()
             in_callers_transaction = self.connection.in_atomic_block
@@ -100,7 +100,7 @@ class BoundStore:
             # base Error, which Django does not file under DatabaseError.
             except Error as exc:
                 if (attempt == TRANSIENT_ATTEMPTS or in_callers_transaction
-                        or not self.dialect.is_transient(exc)):
+                        or not self.dialect.ops.is_transient(exc)):
                     raise
                 logger.info("transient database error, trying again (%d/%d): %s",
                             attempt, TRANSIENT_ATTEMPTS - 1, exc)

@@ -22,7 +22,7 @@ from ..contract import CLAIMED, FAILED, PENDING
 from .sql import LEASE_OFFSET, Fragment, compose
 
 if TYPE_CHECKING:
-    from .base import Dialect
+    from .claim import ClaimSql
 
 #: What each probe reads: the row's id and the columns its waiting time starts from.
 PROBE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -34,39 +34,40 @@ PROBE_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 class ClaimableSql:
-    """The probes of one dialect; each a :data:`~.sql.Fragment` whose
-    :data:`~.sql.LEASE_OFFSET` slot, where it has one, takes the negative lease
-    timeout."""
+    """The probes of one vendor, written with its claim's predicates; each a
+    :data:`~.sql.Fragment` whose :data:`~.sql.LEASE_OFFSET` slot, where it has one, takes
+    the negative lease timeout."""
 
-    def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
+    def __init__(self, claim: ClaimSql) -> None:
+        self.claim = claim
+        self.ops = claim.ops
 
     def probes(self) -> dict[str, Fragment]:
         """One probe per kind of :data:`PROBE_COLUMNS`, selecting those columns."""
-        d = self.dialect
-        q = d.quote
+        ops = self.ops
+        q = ops.quote
         status, retry_at, claimed_at = (f"c.{q(c)}" for c in
                                         ("status", "next_retry_at", "claimed_at"))
-        due = f"{retry_at} <= {d.now_sql}"
+        due = f"{retry_at} <= {ops.now_sql}"
         in_index_order = f"{status}, {retry_at}, c.{q('id')}"
         return {
-            "fresh": self._first("fresh", d.fresh_sql("c"), in_index_order),
+            "fresh": self._first("fresh", self.claim.fresh_sql("c"), in_index_order),
             "scheduled": self._first("scheduled", (f"{status} = {PENDING} AND {due}", []),
                                      in_index_order),
             "retry": self._first("retry", (f"{status} = {FAILED} AND {due}", []),
                                  in_index_order),
             "lease": self._first("lease", compose(
                 f"{status} = {CLAIMED} AND {claimed_at} < {{}} "
-                f"AND ({retry_at} IS NULL OR {due})", d.now_plus(LEASE_OFFSET),
+                f"AND ({retry_at} IS NULL OR {due})", ops.now_plus(LEASE_OFFSET),
             ), claimed_at),
         }
 
     def _first(self, kind: str, condition: Fragment, order: str) -> Fragment:
-        d = self.dialect
-        columns = ", ".join(f"c.{d.quote(c)}" for c in PROBE_COLUMNS[kind])
-        top, limit = d.first_row
+        ops = self.ops
+        columns = ", ".join(f"c.{ops.quote(c)}" for c in PROBE_COLUMNS[kind])
+        top, limit = ops.first_row
         return compose(
-            f"SELECT {top}{columns} FROM {d.table} AS c WHERE {{}} AND {{}} "
+            f"SELECT {top}{columns} FROM {ops.table} AS c WHERE {{}} AND {{}} "
             f"ORDER BY {order}{limit}",
-            condition, d.head_of_aggregate_sql("c"),
+            condition, self.claim.head_of_aggregate_sql("c"),
         )

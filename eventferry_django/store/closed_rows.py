@@ -13,27 +13,19 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from ..contract import CLOSED
 from ..exceptions import EventferryError
-from .tables import MIGRATED_COLUMNS
+from .ops import SqlOps
+from .tables import BUCKET, MIGRATED_COLUMNS
 
-
-class OutboxDialect(Protocol):
-    """What the history's SQL takes from the vendor's dialect."""
-
-    table: str
-    now_sql: ClassVar[str]
-    native_json: bool
-
-    def quote(self, identifier: str) -> str: ...
-
-
-#: The columns an archive holds: every column of the outbox, in the contract's order.
-#: Archives written before migration 0008 lack ``schema_version``; the reader, which
-#: reads with this schema, gives their rows a null there.
-ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in MIGRATED_COLUMNS)
+#: The columns an archive holds: every column of the outbox, in the contract's order, but
+#: the bucket (the relays' share-out, derived from the aggregate: no part of the event's
+#: history). Archives written before migration 0008 lack ``schema_version``; the reader,
+#: which reads with this schema, gives their rows a null there.
+ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in MIGRATED_COLUMNS
+                                         if column is not BUCKET)
 #: The archive's timestamp columns, in the same order.
 TIMESTAMP_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in MIGRATED_COLUMNS if c.kind == "timestamp")
@@ -108,17 +100,14 @@ class ClosedRowsSql:
     #: ``now_sql`` unless the vendor hands that back in a session time zone).
     utc_now_sql: ClassVar[str | None] = None
 
-    def __init__(self, dialect: OutboxDialect) -> None:
-        self.table = dialect.table
-        self.quote = dialect.quote
-        self.now_sql = dialect.now_sql
-        self.native_json = dialect.native_json
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
 
     def utc_now(self, cursor: Any) -> dt.datetime:
         """The database's clock, which stamps processed_at: a cutoff taken from it can
         never lie after a row processed later, whatever the application's clock says."""
         # An empty parameter list, so the backend unescapes the %% of SQLite's strftime.
-        cursor.execute(f"SELECT {self.utc_now_sql or self.now_sql}", [])
+        cursor.execute(f"SELECT {self.utc_now_sql or self.ops.now_sql}", [])
         (value,) = cursor.fetchone()
         now: dt.datetime = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
         if now.tzinfo is None:
@@ -137,7 +126,7 @@ class ClosedRowsSql:
 
     def timestamp_sql(self, column: str, alias: str = "") -> str:
         """A timestamp column (of table ``alias``) as the comparisons read it."""
-        return f"{alias}.{self.quote(column)}" if alias else self.quote(column)
+        return f"{alias}.{self.ops.quote(column)}" if alias else self.ops.quote(column)
 
     def timestamp_text_sql(self, column: str) -> str:
         """A timestamp column as ``YYYY-MM-DD HH:MM:SS.fff`` UTC text."""
@@ -147,15 +136,15 @@ class ClosedRowsSql:
         """How Spark reads ``column`` (JSON as text, timestamps per
         :attr:`archive_timestamps_as_text`)."""
         if column in TIMESTAMP_COLUMNS and self.archive_timestamps_as_text:
-            return f"{self.timestamp_text_sql(column)} AS {self.quote(column)}"
-        return self.quote(column)
+            return f"{self.timestamp_text_sql(column)} AS {self.ops.quote(column)}"
+        return self.ops.quote(column)
 
     def sum_sql(self, expression: str) -> str:
         return f"SUM({expression})"
 
     # -- rendering -----------------------------------------------------------------------
     def selection_condition(self, selection: ClosedRowSelection) -> str:
-        q = self.quote
+        q = self.ops.quote
         processed_at = self.timestamp_sql("processed_at")
         parts = [f"{q('status')} IN ({codes(selection.statuses)})"]
         if selection.before is not None:
@@ -176,18 +165,18 @@ class ClosedRowsSql:
 
     def checksum_terms_sql(self) -> tuple[str, str]:
         """The id checksum as SQL: the sum of ids and the sum of the mixed ids."""
-        q = self.quote
+        q = self.ops.quote
         first, second = CHECKSUM_MODULI
         mix = f"({q('id')} % {first}) * ({q('id')} % {second})"
         return self.sum_sql(q("id")), self.sum_sql(mix)
 
     def selection_stats_sql(self, selection: ClosedRowSelection) -> str:
         """Per (topic, status): rows, MIN(id), MAX(id) and the id checksum; one scan."""
-        q = self.quote
+        q = self.ops.quote
         id_sum, id_mix = self.checksum_terms_sql()
         return (
             f"SELECT {q('topic')}, {q('status')}, COUNT(*), MIN({q('id')}), MAX({q('id')}), "
-            f"{id_sum}, {id_mix} FROM {self.table} "
+            f"{id_sum}, {id_mix} FROM {self.ops.table} "
             f"WHERE {self.selection_condition(selection)} "
             f"GROUP BY {q('topic')}, {q('status')}"
         )
@@ -206,7 +195,7 @@ class ClosedRowsSql:
         adds its id-range predicates around it."""
         columns = ", ".join(self.archive_column_sql(c) for c in ARCHIVE_COLUMNS)
         return (
-            f"(SELECT {columns} FROM {self.table} "
+            f"(SELECT {columns} FROM {self.ops.table} "
             f"WHERE {self.selection_condition(selection)}) eventferry_source"
         )
 
@@ -218,7 +207,7 @@ class ClosedRowsSql:
     def purge_selection_sql(self, selection: ClosedRowSelection) -> str:
         """The DELETE of every row of ``selection``: a committed run's frozen selection
         narrowed to one id range, whose rows the archive holds."""
-        return f"DELETE FROM {self.table} WHERE {self.selection_condition(selection)}"
+        return f"DELETE FROM {self.ops.table} WHERE {self.selection_condition(selection)}"
 
     def purge_selection(
         self, cursor: Any, selection: ClosedRowSelection, archived: IdChecksum

@@ -9,7 +9,7 @@ from typing import ClassVar, Protocol
 
 
 class FeaturesDialect(Protocol):
-    """What the flags take from the vendor's dialect."""
+    """What the flags take from the vendor's spelling (``dialect.ops``)."""
 
     native_json: bool
 
@@ -33,3 +33,7 @@ class Features:
 
     #: Whether the claim may run inside a transaction that also settles the last batch.
     claim_joins_transaction: ClassVar[bool] = True
+
+    #: Whether several relays share the aggregates out by bucket (each claiming fresh
+    #: rows of its own buckets); where not (SQLite: one writer), they take turns.
+    shares_aggregates: ClassVar[bool] = True

@@ -29,7 +29,7 @@ class InboxStore(BoundStore):
 
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a deadlock or lock timeout that a redelivery may not meet."""
-        return isinstance(exc, Error) and self.dialect.is_transient(exc)
+        return isinstance(exc, Error) and self.dialect.ops.is_transient(exc)
 
     def purge(
         self,

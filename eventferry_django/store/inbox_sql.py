@@ -4,9 +4,9 @@ subclasses it where its spelling differs. The inbox's DDL is the schema part's."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
 from .tables import INBOX_KEY, Table
@@ -14,30 +14,15 @@ from .tables import INBOX_KEY, Table
 T = TypeVar("T")
 
 
-class InboxDialect(Protocol):
-    """What the inbox's SQL takes from the vendor's dialect."""
-
-    timestamp_placeholder: ClassVar[str]
-    schema: SchemaSql
-    purge: PurgeSql
-
-    def quote(self, identifier: str) -> str: ...
-
-    def columns(self, names: Sequence[str]) -> str: ...
-
-    def statement(self, key: Hashable, build: Callable[[], T]) -> T: ...
 
 
 class InboxSql:
     """The inbox's DML on one vendor, for any inbox :class:`~.tables.Table`."""
 
-    def __init__(self, dialect: InboxDialect) -> None:
-        self.quote = dialect.quote
-        self.columns = dialect.columns
-        self.statement = dialect.statement
-        self.timestamp_placeholder = dialect.timestamp_placeholder
-        self.qualified = dialect.schema.qualified
-        self.delete_batch = dialect.purge.delete_batch
+    def __init__(self, ops: SqlOps, schema: SchemaSql, purge: PurgeSql) -> None:
+        self.ops = ops
+        self.qualified = schema.qualified
+        self.delete_batch = purge.delete_batch
 
     def record_message(self, cursor: Any, table: Table, consumer: str, message_id: str) -> bool:
         """Insert the inbox row of (``consumer``, ``message_id``) unless it exists; True
@@ -47,13 +32,13 @@ class InboxSql:
         that transaction: if it commits, nothing is inserted (False); if it rolls back,
         this inserts. So two deliveries of one message never both get True.
         """
-        sql = self.statement(("record", table.name), lambda: self.record_message_sql(table))
+        sql = self.ops.statement(("record", table.name), lambda: self.record_message_sql(table))
         cursor.execute(sql, self.record_message_params(consumer, message_id))
         return int(cursor.rowcount) == 1
 
     def record_message_sql(self, table: Table) -> str:
         """Placeholders: those of :meth:`record_message_params`."""
-        key = self.columns(INBOX_KEY)
+        key = self.ops.columns(INBOX_KEY)
         return (f"INSERT INTO {self.qualified(table)} ({key}) VALUES (%s, %s) "
                 f"ON CONFLICT ({key}) DO NOTHING")
 
@@ -65,8 +50,8 @@ class InboxSql:
     ) -> int:
         """Delete up to ``limit`` inbox rows handled before ``cutoff`` (of ``consumer``
         only, unless None)."""
-        q = self.quote
-        condition = f"{q('handled_at')} < {self.timestamp_placeholder}"
+        q = self.ops.quote
+        condition = f"{q('handled_at')} < {self.ops.timestamp_placeholder}"
         params = [cutoff]
         if consumer is not None:
             condition += f" AND {q('consumer')} = %s"

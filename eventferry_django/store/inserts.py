@@ -4,32 +4,15 @@ vendor module subclasses it where its spelling differs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
 
-from ..naming import TableName
+from .ops import SqlOps
 from .tables import INSERT_COLUMNS, JSON_COLUMNS, VERSIONED_INSERT_COLUMNS
 
 T = TypeVar("T")
 
 
-class InsertsDialect(Protocol):
-    """What the insert SQL takes from the vendor's dialect."""
-
-    name: TableName
-    table: str
-
-    def quote(self, identifier: str) -> str: ...
-
-    def columns(self, names: Sequence[str]) -> str: ...
-
-    def statement(self, key: Hashable, build: Callable[[], T]) -> T: ...
-
-    timestamp_placeholder: ClassVar[str]
-
-    def now_plus_sql(self) -> str: ...
-
-    def offset_param(self, milliseconds: int) -> Any: ...
 
 
 class InsertSql:
@@ -38,15 +21,8 @@ class InsertSql:
     #: The placeholder for a JSON value; PostgreSQL casts, the others convert implicitly.
     json_placeholder: ClassVar[str] = "%s"
 
-    def __init__(self, dialect: InsertsDialect) -> None:
-        self.name = dialect.name
-        self.table = dialect.table
-        self.quote = dialect.quote
-        self.columns = dialect.columns
-        self.statement = dialect.statement
-        self.timestamp_placeholder = dialect.timestamp_placeholder
-        self.now_plus_sql = dialect.now_plus_sql
-        self.offset_param = dialect.offset_param
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
 
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
@@ -57,7 +33,7 @@ class InsertSql:
         :meth:`insert_params`. ``scheduled`` adds ``next_retry_at``, each row's
         :meth:`delivery_sql` (bound by :meth:`delivery_params`, after the row's other
         values)."""
-        return self.statement(
+        return self.ops.statement(
             ("insert", rows, scheduled, versioned),
             lambda: self.build_insert_sql(rows, scheduled=scheduled, versioned=versioned),
         )
@@ -72,7 +48,7 @@ class InsertSql:
             columns, values = (*columns, "next_retry_at"), [*values, self.delivery_sql()]
         row = "(" + ", ".join(values) + ")"
         return (
-            f"INSERT INTO {self.table} ({self.columns(columns)}) VALUES "
+            f"INSERT INTO {self.ops.table} ({self.ops.columns(columns)}) VALUES "
             + ", ".join([row] * rows)
         )
 
@@ -82,16 +58,16 @@ class InsertSql:
         published for now in the same INSERT). A pending row with a future
         ``next_retry_at`` is left alone by the claim until the database's clock passes
         it (see ``Dialect.overdue_sql``)."""
-        return f"COALESCE({self.timestamp_placeholder}, {self.delay_sql()})"
+        return f"COALESCE({self.ops.timestamp_placeholder}, {self.delay_sql()})"
 
     def delay_sql(self) -> str:
         """The database's UTC now plus a bound delay of any length (bound by
         :meth:`delay_params`); NULL when the delay is NULL."""
-        return self.now_plus_sql()
+        return self.ops.now_plus_sql()
 
     def delay_params(self, milliseconds: int | None) -> list[Any]:
         """The parameters of :meth:`delay_sql` for ``milliseconds`` (None: no delay)."""
-        return [None if milliseconds is None else self.offset_param(milliseconds)]
+        return [None if milliseconds is None else self.ops.offset_param(milliseconds)]
 
     def delivery_params(self, at: Any, delay_ms: int | None) -> list[Any]:
         """The parameters of :meth:`delivery_sql`: ``at`` a bound time or None."""
@@ -103,9 +79,9 @@ class InsertSql:
 
     def stored_message_ids(self, cursor: Any, message_ids: Sequence[str]) -> list[str]:
         """Which of ``message_ids`` the table holds already (a unique index seek each)."""
-        q = self.quote
+        q = self.ops.quote
         cursor.execute(
-            f"SELECT {q('message_id')} FROM {self.table} "
+            f"SELECT {q('message_id')} FROM {self.ops.table} "
             f"WHERE {q('message_id')} IN ({', '.join(['%s'] * len(message_ids))})",
             list(message_ids),
         )

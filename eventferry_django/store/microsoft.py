@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import Dialect
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowSelection, ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
@@ -21,21 +22,10 @@ from .inserts import InsertSql
 from .limits import SQL_SERVER_DELETE_ROWS
 from .microsoft_errors import DEADLOCK_VICTIM, SERIALIZATION_FAILURE, native_errors, sqlstate
 from .microsoft_schema import MicrosoftSchema
+from .ops import SqlOps
 from .purge import PurgeSql
 from .settlement_sql import SettlementSql
-from .sql import (
-    HEADS,
-    LIMIT,
-    PART,
-    PARTS,
-    Fragment,
-    Partition,
-    bind,
-    chain_share_sql,
-    compose,
-    join,
-    param,
-)
+from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
 from .tables import (
     CLAIM_COLUMNS,
     INBOX_KEY,
@@ -49,10 +39,12 @@ from .tables import (
 #: A scheduled delay is bound as days and milliseconds (see MicrosoftInserts.delay_sql).
 MILLISECONDS_A_DAY = 86_400_000
 
-#: The claim's candidate scan: rows other claims hold are skipped (READPAST), the rows
-#: taken are held until commit (UPDLOCK), with locking semantics under RCSI too
-#: (READCOMMITTEDLOCK); see :attr:`MicrosoftDialect.probe_hint` for the head probe.
+#: The claim's reading of its heads: rows other claims hold are skipped (READPAST), the
+#: rows taken are held until commit (UPDLOCK), with locking semantics under RCSI too
+#: (READCOMMITTEDLOCK); see :attr:`MicrosoftClaim.probe_hint` for the head probe.
 _CANDIDATE_HINTS = "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)"
+#: The claim's reading of its candidates, unlocked: rows other claims hold are skipped.
+_WINDOW_HINTS = "WITH (READCOMMITTEDLOCK, READPAST)"
 
 
 class MicrosoftClosedRows(ClosedRowsSql):
@@ -71,11 +63,11 @@ class MicrosoftClosedRows(ClosedRowsSql):
 
     def timestamp_text_sql(self, column: str) -> str:
         # Style 121: yyyy-mm-dd hh:mi:ss.mmm; jTDS has no DATETIME2 type of its own.
-        return f"CONVERT(VARCHAR(23), {self.quote(column)}, 121)"
+        return f"CONVERT(VARCHAR(23), {self.ops.quote(column)}, 121)"
 
     def archive_column_sql(self, column: str) -> str:
-        if column in JSON_COLUMNS and self.native_json:
-            return f"CAST({self.quote(column)} AS NVARCHAR(MAX)) AS {self.quote(column)}"
+        if column in JSON_COLUMNS and self.ops.native_json:
+            return f"CAST({self.ops.quote(column)} AS NVARCHAR(MAX)) AS {self.ops.quote(column)}"
         return super().archive_column_sql(column)
 
     def sum_sql(self, expression: str) -> str:
@@ -88,9 +80,9 @@ class MicrosoftClosedRows(ClosedRowsSql):
         deleted only if it is still closed with the archived processed_at. READCOMMITTEDLOCK
         makes that check read the committed row under RCSI too.
         """
-        q = self.quote
+        q = self.ops.quote
         return (
-            f"DELETE o FROM {self.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
+            f"DELETE o FROM {self.ops.table} AS o WITH (ROWLOCK, READCOMMITTEDLOCK) "
             f"JOIN OPENJSON(%s) WITH ({q('id')} BIGINT '$[0]', "
             f"{q('processed_at')} DATETIME2(3) '$[1]') AS a "
             f"ON a.{q('id')} = o.{q('id')} AND a.{q('processed_at')} = o.{q('processed_at')} "
@@ -100,7 +92,7 @@ class MicrosoftClosedRows(ClosedRowsSql):
 
     def purge_selection_sql(self, selection: ClosedRowSelection) -> str:
         # Row locks, and the committed rows read, as purge_archived_sql says.
-        return (f"DELETE FROM {self.table} WITH (ROWLOCK, READCOMMITTEDLOCK) "
+        return (f"DELETE FROM {self.ops.table} WITH (ROWLOCK, READCOMMITTEDLOCK) "
                 f"WHERE {self.selection_condition(selection)}")
 
 
@@ -180,10 +172,10 @@ class MicrosoftInbox(InboxSql):
         "absent" (which would leave one of them with a duplicate-key error). The lock is
         taken with locking semantics under RCSI too.
         """
-        q = self.quote
+        q = self.ops.quote
         qualified = self.qualified(table)
         return (
-            f"INSERT INTO {qualified} ({self.columns(INBOX_KEY)})\n"
+            f"INSERT INTO {qualified} ({self.ops.columns(INBOX_KEY)})\n"
             "    SELECT %s, %s\n"
             f"    WHERE NOT EXISTS (SELECT 1 FROM {qualified} WITH (UPDLOCK, HOLDLOCK)\n"
             f"        WHERE {q('consumer')} = %s AND {q('message_id')} = %s)"
@@ -193,25 +185,10 @@ class MicrosoftInbox(InboxSql):
         return [consumer, message_id, consumer, message_id]
 
 
-class MicrosoftDialect(Dialect):
+class MicrosoftOps(SqlOps):
     vendor = "microsoft"
-    features_class = MicrosoftFeatures
-    schema_class = MicrosoftSchema
-    inserts_class = MicrosoftInserts
-    settlement_class = MicrosoftSettlement
-    purge_class = MicrosoftPurge
-    inbox_class = MicrosoftInbox
-    closed_rows_class = MicrosoftClosedRows
-
-    # -- DML ---------------------------------------------------------------------------
     now_sql = "SYSUTCDATETIME()"
     first_row = ("TOP (1) ", "")
-    qualify_set_columns = True
-    # No READPAST on the probe: skipping a competitor's locked earlier row would let a
-    # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
-    # semantics under RCSI (the Azure SQL default), where plain reads would not block.
-    probe_hint = " WITH (READCOMMITTEDLOCK)"
-
     # Times are bound at the column's precision: a DATETIME2(7) parameter would compare
     # unequal to a lease it should match, and a millisecond DATEADD overflows at ~24.8 days.
     timestamp_placeholder = "CAST(%s AS DATETIME2(3))"
@@ -226,85 +203,144 @@ class MicrosoftDialect(Dialect):
             [json.dumps([int(i) for i in ids])],
         )
 
-    def claim_declare_sql(self, chained: bool = False) -> str:
-        q = self.quote
-        declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
-        sql = f"DECLARE @claimed TABLE (\n    {declared}\n)"
-        if chained:
-            sql += (f";\nDECLARE @heads TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']},\n"
-                    f"    {q('aggregate_id')} {_CLAIMED_TYPES['aggregate_id']}\n);\n"
-                    "DECLARE @share INT")
-        return sql
+    def is_transient(self, exc: BaseException) -> bool:
+        # 1205: chosen as deadlock victim; the transaction was rolled back.
+        return (sqlstate(exc) == SERIALIZATION_FAILURE
+                or DEADLOCK_VICTIM in native_errors(exc))
 
-    def aggregate_hash_sql(self, alias: str) -> str:
-        # CHECKSUM: deterministic for a value under one collation; widened before ABS(),
-        # which would overflow on the smallest INT.
-        return f"ABS(CAST(CHECKSUM({alias}.{self.quote('aggregate_id')}) AS BIGINT))"
 
-    def partition_sql(self, alias: str = "c") -> Fragment:
-        # T-SQL has no MOD(), and a literal % would meet the driver's %-formatting.
-        hashed = self.aggregate_hash_sql(alias)
-        return compose(f"{hashed} - {hashed} / {{}} * {{}} = {{}}",
-                       param(PARTS), param(PARTS), param(PART))
+class MicrosoftClaim(ClaimSql):
+    """The claim as one batch that commits or rolls back its own transaction: collect
+    the candidates, lock the heads among them, read their chains and update, then hand
+    back what was claimed. Rows other claims hold are skipped with READPAST, which under
+    RCSI needs READCOMMITTEDLOCK beside it.
 
-    def claim_update_sql(self, partitioned: bool = False) -> Fragment:
-        """The claim without chains: the first :data:`~.sql.LIMIT` claimable heads.
+    Expired leases are always looked for: SQL Server leaves no dead entries in the
+    claim index for the scan of claimed rows to step over (see the planner), so there
+    is one batch, not two."""
 
-        Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on SQL
-        Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO. OUTPUT
-        goes INTO a table variable because a bare OUTPUT fails once the table has a trigger.
-        """
-        return self.claim_picked_sql(compose(
-            f"SELECT TOP ({{}}) c.{self.quote('id')}\n"
-            f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
-            "        WHERE {}\n"
-            f"        ORDER BY c.{self.quote('id')}",
-            param(LIMIT), self.claimable_sql("c", partitioned),
-        ))
+    qualify_set_columns = True
+    # No READPAST on the probe: skipping a competitor's locked earlier row would let a
+    # later row of the same aggregate out first. READCOMMITTEDLOCK keeps locking
+    # semantics under RCSI (the Azure SQL default), where plain reads would not block.
+    probe_hint = " WITH (READCOMMITTEDLOCK)"
 
-    def claim_picked_sql(self, picked: Fragment) -> Fragment:
-        """Claim the rows whose ids ``picked`` selects, into ``@claimed``."""
-        q = self.quote
-        output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
+    def buckets_param(self, buckets: Sequence[int]) -> Any:
+        return json.dumps(list(buckets))
+
+    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
+        """TOP for LIMIT; rows other claims hold skipped (a plain read otherwise: the
+        heads are locked from :meth:`claim_heads_sql`)."""
+        q = self.ops.quote
         return compose(
-            f"UPDATE o SET {self.claim_set_sql('o')}\n"
-            f"    OUTPUT {output} INTO @claimed\n"
-            f"    FROM {self.table} AS o\n"
-            "    JOIN (\n"
+            f"SELECT TOP ({{}}) f.{q('id')}, f.{q('aggregate_id')}\n"
+            f"                FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
+            f"                WHERE f.{q('bucket')} {{}} AND {{}}\n"
+            f"                ORDER BY f.{q('id')}",
+            count, bucket, self.fresh_sql("f"))
+
+    def claim_declare_sql(self) -> str:
+        q = self.ops.quote
+        declared = ",\n    ".join(f"{q(c)} {_CLAIMED_TYPES[c]}" for c in CLAIM_COLUMNS)
+        return (f"DECLARE @claimed TABLE (\n    {declared}\n);\n"
+                f"DECLARE @candidates TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']}\n);\n"
+                f"DECLARE @heads TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']},\n"
+                f"    {q('aggregate_id')} {_CLAIMED_TYPES['aggregate_id']}\n);\n"
+                "DECLARE @taken INT")
+
+    def claim_candidates_sql(self, by_bucket: bool) -> Fragment:
+        """The first step: the candidates' ids, unlocked (rows other claims hold
+        skipped). The fresh ones read oldest first (:meth:`oldest_candidates_sql`) or
+        bucket by bucket (:meth:`bucket_candidates_sql`); the overdue ones, few, found
+        apart in the claim index."""
+        q = self.ops.quote
+        return compose(
+            f"INSERT INTO @candidates ({q('id')})\n"
             "        {}\n"
-            f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
-            "    OPTION (MAXDOP 1)",
-            picked,
+            "        UNION ALL\n"
+            f"        SELECT d.{q('id')} FROM (\n"
+            f"            SELECT TOP ({{}}) o.{q('id')}\n"
+            f"            FROM {self.ops.table} AS o {_WINDOW_HINTS}\n"
+            "            WHERE {}\n"
+            f"            ORDER BY o.{q('id')}\n"
+            "        ) AS d\n"
+            "        OPTION (MAXDOP 1)",
+            self.bucket_candidates_sql() if by_bucket else self.oldest_candidates_sql(),
+            param(HEADS), self.overdue_sql("o"),
         )
 
-    def claim_heads_sql(self, partitioned: bool = False) -> Fragment:
-        """The chained claim's first step: lock the first :data:`~.sql.HEADS` heads.
+    def oldest_candidates_sql(self) -> Fragment:
+        """The first :data:`~.sql.WINDOW` fresh rows in id order (a claim read oldest
+        first)."""
+        q = self.ops.quote
+        return compose(
+            f"SELECT w.{q('id')} FROM (\n"
+            f"            SELECT TOP ({{}}) f.{q('id')}\n"
+            f"            FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
+            "            WHERE {}\n"
+            f"            ORDER BY f.{q('id')}\n"
+            "        ) AS w",
+            param(WINDOW), self.fresh_sql("f"))
 
-        The candidate scan READPASTs rows other claims hold, but the head probe does not
-        (see :attr:`probe_hint`), so a row counts as a head only if no earlier open row of
-        its aggregate exists, locked or not. The UPDLOCK on each head stays until commit:
-        a competitor's scan skips it, so only this claim reads the chain behind it.
+    def bucket_candidates_sql(self) -> Fragment:
+        """Of the windows of the buckets in :data:`~.sql.BUCKETS` and of the rows
+        without a bucket, the first row of each aggregate, which alone can be a head (a
+        claim read bucket by bucket)."""
+        q = self.ops.quote
+        return compose(
+            f"SELECT x.{q('id')} FROM (\n"
+            f"            SELECT w.{q('id')}, ROW_NUMBER() OVER (\n"
+            f"                PARTITION BY w.{q('aggregate_id')} ORDER BY w.{q('id')}) AS [first]\n"
+            "            FROM (\n"
+            f"                SELECT f.{q('id')}, f.{q('aggregate_id')}\n"
+            "                FROM OPENJSON({}) WITH ([bucket] TINYINT '$') AS b\n"
+            "                CROSS APPLY (\n"
+            "                {}\n"
+            "                ) AS f\n"
+            "                UNION ALL\n"
+            f"                SELECT n.{q('id')}, n.{q('aggregate_id')} FROM (\n"
+            "                {}\n"
+            "                ) AS n\n"
+            "            ) AS w\n"
+            "        ) AS x\n"
+            "        WHERE x.[first] = 1",
+            param(BUCKETS), self.window_sql(compose("= b.{}", (q("bucket"), [])), param(WINDOW)),
+            self.window_sql(("IS NULL", []), param(HEADS)),
+        )
+
+    def claim_heads_sql(self) -> Fragment:
+        """The second step: lock the first :data:`~.sql.HEADS` heads among the
+        candidates, in id order (``@candidates`` is keyed by id, so the read can stop at
+        the limit).
+
+        Each candidate is read again under the lock and must still be claimable by its
+        own state. The read READPASTs rows other claims hold, but the head probe does
+        not (see :attr:`probe_hint`), so a row counts as a head only if no earlier open
+        row of its aggregate exists, locked or not. The UPDLOCK on each head stays until
+        commit: a competitor's read skips it, so only this claim reads the chain behind
+        it.
         """
-        q = self.quote
+        q = self.ops.quote
         return compose(
             f"INSERT INTO @heads ({q('id')}, {q('aggregate_id')})\n"
             f"        SELECT TOP ({{}}) c.{q('id')}, c.{q('aggregate_id')}\n"
-            f"        FROM {self.table} AS c {_CANDIDATE_HINTS}\n"
-            "        WHERE {}\n"
-            f"        ORDER BY c.{q('id')}\n"
+            "        FROM @candidates AS k\n"
+            f"        JOIN {self.ops.table} AS c {_CANDIDATE_HINTS} ON c.{q('id')} = k.{q('id')}\n"
+            "        WHERE {} AND {}\n"
+            f"        ORDER BY k.{q('id')}\n"
             "        OPTION (MAXDOP 1)",
-            param(HEADS), self.claimable_sql("c", partitioned),
+            param(HEADS), self.claimable_status_sql("c"), self.head_of_aggregate_sql("c"),
         )
 
-    def claim_share_sql(self) -> Fragment:
-        """How many rows may follow each head (:func:`~.sql.chain_share_sql`)."""
-        return compose("SELECT @share = {} FROM @heads",
-                       chain_share_sql("COUNT(*)", least=False))
+    def claim_count_sql(self) -> Fragment:
+        """How many heads were taken: each one's share of the batch depends on it."""
+        return "SELECT @taken = COUNT(*) FROM @heads", []
 
     def claim_chains_sql(self) -> Fragment:
-        """The chained claim's second step: the heads and the rows chained behind them,
-        the first :data:`~.sql.LIMIT` of them in id order, each chain no longer than its
-        share (``@share``, see :meth:`claim_share_sql`).
+        """The last step: claim the heads and the rows chained behind them, the first
+        :data:`~.sql.LIMIT` of them in id order, each chain no longer than its head's
+        share of the batch (:func:`~.sql.chain_share_sql`; none at ``MAX_CHAIN`` 1),
+        into ``@claimed``.
 
         Each chain walks its aggregate's next open rows in id order (the open-rows
         index) and stops at the first that is not claimable by its own state. That walk
@@ -312,44 +348,58 @@ class MicrosoftDialect(Dialect):
         first. It waits for the lock instead and reads the row's committed state.
         READCOMMITTEDLOCK keeps that true under RCSI; UPDLOCK holds the chain's rows
         from the read to the update.
+
+        Written as UPDATE ... FROM a derived table rather than a CTE: the same plan on
+        SQL Server, and Babelfish rejects a CTE followed by UPDATE ... OUTPUT INTO.
+        OUTPUT goes INTO a table variable because a bare OUTPUT fails once the table has
+        a trigger.
         """
-        q = self.quote
+        q = self.ops.quote
         window = f"ORDER BY c.{q('id')} ROWS UNBOUNDED PRECEDING"
-        return self.claim_picked_sql(compose(
-            f"SELECT TOP ({{}}) x.{q('id')} FROM (\n"
+        output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
+        return compose(
+            f"UPDATE o SET {self.claim_set_sql('o')}\n"
+            f"    OUTPUT {output} INTO @claimed\n"
+            f"    FROM {self.ops.table} AS o\n"
+            "    JOIN (\n"
+            f"        SELECT TOP ({{}}) x.{q('id')} FROM (\n"
             f"            SELECT h.{q('id')} FROM @heads AS h\n"
             "            UNION ALL\n"
-            f"            SELECT r.{q('id')} FROM @heads AS h CROSS APPLY (\n"
-            f"                SELECT TOP (@share) c.{q('id')}, {{}} AS unbroken\n"
-            f"                FROM {self.table} AS c WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)\n"
+            f"            SELECT r.{q('id')} FROM (\n"
+            f"                SELECT k.{q('id')}, k.{q('aggregate_id')}, ROW_NUMBER() OVER ("
+            f"ORDER BY k.{q('id')}) AS [rank] FROM @heads AS k\n"
+            "            ) AS h CROSS APPLY (\n"
+            f"                SELECT TOP ({{}}) c.{q('id')}, {{}} AS unbroken\n"
+            f"                FROM {self.ops.table} AS c "
+            "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)\n"
             f"                WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
             f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
             f"                ORDER BY c.{q('id')}\n"
             "            ) AS r WHERE r.unbroken = 1\n"
-            f"        ) AS x ORDER BY x.{q('id')}",
-            param(LIMIT), self.unbroken_sql("c", window),
-        ))
+            f"        ) AS x ORDER BY x.{q('id')}\n"
+            f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
+            "    OPTION (MAXDOP 1)",
+            param(LIMIT), chain_share_sql("h.[rank]", "@taken", least=False),
+            self.unbroken_sql("c", window),
+        )
 
-    def claim_result_sql(self) -> str:
-        return f"SELECT {self.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {self.quote('id')}"
-
-    def claim_sql(self, chained: bool = False, partitioned: bool = False) -> Fragment:
+    def claim_sql(self, by_bucket: bool = False) -> Fragment:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus
-        TRY/CATCH, so any error rolls the claim back before it is re-raised. ``chained``:
-        with chains (two steps, see :meth:`claim_heads_sql`).
+        TRY/CATCH, so any error rolls the claim back before it is re-raised.
 
         SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns;
         a driver sending this as a plain batch would not, so the batch turns both off
         on its way out, after the result or before re-raising an error."""
-        steps = (join([self.claim_heads_sql(partitioned), self.claim_share_sql(),
-                       self.claim_chains_sql()], ";\n    ") if chained
-                 else self.claim_update_sql(partitioned))
-        return self.statement(("claim", chained, partitioned), lambda: compose(
+        q = self.ops.quote
+        return self.ops.statement(("claim", by_bucket), lambda: compose(
             "SET NOCOUNT ON;\n"
             "SET XACT_ABORT ON;\n"
-            f"{self.claim_declare_sql(chained)};\n"
+            f"{self.claim_declare_sql()};\n"
             "BEGIN TRY\n"
             "    BEGIN TRANSACTION;\n"
+            "    {};\n"
+            "    {};\n"
+            "    {};\n"
             "    {};\n"
             "    COMMIT TRANSACTION;\n"
             "END TRY\n"
@@ -359,25 +409,30 @@ class MicrosoftDialect(Dialect):
             "    SET XACT_ABORT OFF;\n"
             "    THROW;\n"
             "END CATCH;\n"
-            f"{self.claim_result_sql()};\n"
+            f"SELECT {self.ops.columns(CLAIM_COLUMNS)} FROM @claimed ORDER BY {q('id')};\n"
             "SET NOCOUNT OFF;\n"
             "SET XACT_ABORT OFF;",
-            steps,
+            self.claim_candidates_sql(by_bucket), self.claim_heads_sql(), self.claim_count_sql(),
+            self.claim_chains_sql(),
         ))
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None,
-              expired_leases: bool = True) -> list[tuple[Any, ...]]:
-        # Expired leases are always looked for: one candidate scan tests each row it
-        # reads for every claimable state, so leaving leases out would save no reading.
-        sql, params = self.claim_sql(chained=max_chain > 1, partitioned=partition is not None)
-        cursor.execute(sql, bind(params, limit=limit, heads=min(limit, heads or limit),
-                                 max_chain=max_chain,
-                                 lease_offset=self.offset_param(-lease_timeout_ms),
-                                 **(partition._asdict() if partition else {})))
+    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
+        sql, params = self.claim_sql(request.buckets is not None)
+        cursor.execute(sql, bind(params, **self.slots(request)))
         return list(cursor.fetchall())
 
-    def is_transient(self, exc: BaseException) -> bool:
-        # 1205: chosen as deadlock victim; the transaction was rolled back.
-        return (sqlstate(exc) == SERIALIZATION_FAILURE
-                or DEADLOCK_VICTIM in native_errors(exc))
+    def statements(self) -> dict[str, Fragment]:
+        return {"claim": self.claim_sql(), "claim_by_bucket": self.claim_sql(by_bucket=True)}
+
+
+class MicrosoftDialect(Dialect):
+    vendor = "microsoft"
+    ops_class = MicrosoftOps
+    claim_class = MicrosoftClaim
+    features_class = MicrosoftFeatures
+    schema_class = MicrosoftSchema
+    inserts_class = MicrosoftInserts
+    settlement_class = MicrosoftSettlement
+    purge_class = MicrosoftPurge
+    inbox_class = MicrosoftInbox
+    closed_rows_class = MicrosoftClosedRows

@@ -46,27 +46,27 @@ class MicrosoftSchema(SchemaSql):
     def column_type(self, column: Column) -> str:
         # SQL Server 2025 / current Azure SQL have a native json type; ISJSON checks are
         # then neither needed nor allowed.
-        if column.kind == "json" and self.native_json:
+        if column.kind == "json" and self.ops.native_json:
             return "JSON"
         return super().column_type(column)
 
     def default_clause(self, table: Table, column: Column) -> str:
         # Named, so a later ALTER can find the constraint without looking up a random name.
-        name = self.quote(table.name.default_constraint(column.name))
+        name = self.ops.quote(table.name.default_constraint(column.name))
         return f" CONSTRAINT {name}{super().default_clause(table, column)}"
 
     def json_check(self, column: str) -> str | None:
-        if self.native_json:
+        if self.ops.native_json:
             return None
-        return f"ISJSON({self.quote(column)}) = 1"
+        return f"ISJSON({self.ops.quote(column)}) = 1"
 
     def primary_key(self, table: Table) -> str:
         # A clustered B-tree on an ascending id is part of the design: row locks and
         # READPAST depend on it, a clustered columnstore would silently break both, and
         # new rows append at the end of the index instead of splitting pages.
         return (
-            f"CONSTRAINT {self.quote(table.name.primary_key)} "
-            f"PRIMARY KEY CLUSTERED ({self.quote('id')})"
+            f"CONSTRAINT {self.ops.quote(table.name.primary_key)} "
+            f"PRIMARY KEY CLUSTERED ({self.ops.quote('id')})"
         )
 
     def object_id(self, table: Table) -> str:
@@ -104,8 +104,8 @@ class MicrosoftSchema(SchemaSql):
         return [self.batch([self.index_block(index, table)])]
 
     def drop_index_statements(self, index: Index, table: Table) -> list[str]:
-        return [self.batch([(self.index_guard(index, table, exists=True),
-                             f"DROP INDEX {self.quote(index.name)} ON {self.qualified(table)}")])]
+        drop = f"DROP INDEX {self.ops.quote(index.name)} ON {self.qualified(table)}"
+        return [self.batch([(self.index_guard(index, table, exists=True), drop)])]
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
@@ -124,7 +124,7 @@ class MicrosoftSchema(SchemaSql):
     def drop_column_statements(self, column: Column, table: Table) -> list[str]:
         return [self.batch([(self.column_guard(column, table, exists=True),
                              f"ALTER TABLE {self.qualified(table)} "
-                             f"DROP COLUMN {self.quote(column.name)}")])]
+                             f"DROP COLUMN {self.ops.quote(column.name)}")])]
 
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.
@@ -138,7 +138,7 @@ class MicrosoftSchema(SchemaSql):
         the guard holds: major version 15 or later, or engine edition 5 (Azure SQL
         Database) or 8 (Managed Instance), whose version number says 12.
         """
-        alter = (f"ALTER INDEX {self.quote(table.name.primary_key)} ON {self.qualified(table)} "
+        alter = (f"ALTER INDEX {self.ops.quote(table.name.primary_key)} ON {self.qualified(table)} "
                  f"SET (OPTIMIZE_FOR_SEQUENTIAL_KEY = {'ON' if on else 'OFF'})")
         return [
             "IF CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) >= 15\n"

@@ -17,12 +17,14 @@ from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import Dialect
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
+from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import Fragment, Partition, bind, chain_share, compose, join, param
+from .sql import HEADS, WINDOW, Fragment, Slot, bind, chain_share, compose, join, param
 from .tables import INBOX_KEY, OPEN_STATUSES, Column, Index, Table
 
 
@@ -33,12 +35,12 @@ class MysqlClosedRows(ClosedRowsSql):
         return f"CAST('{self.archived_key_text(value)}' AS DATETIME(3))"
 
     def timestamp_text_sql(self, column: str) -> str:
-        return f"DATE_FORMAT({self.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
+        return f"DATE_FORMAT({self.ops.quote(column)}, '%Y-%m-%d %H:%i:%s.%f')"
 
     def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        q = self.quote
+        q = self.ops.quote
         return (
-            f"DELETE o FROM {self.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
+            f"DELETE o FROM {self.ops.table} AS o JOIN JSON_TABLE(%s, '$[*]' COLUMNS ("
             "id BIGINT PATH '$[0]', processed_at DATETIME(3) PATH '$[1]')) AS a "
             f"ON o.{q('id')} = a.id AND o.{q('processed_at')} = a.processed_at "
             f"WHERE o.{q('status')} IN ({codes(statuses)})"
@@ -70,7 +72,7 @@ class MysqlSchema(SchemaSql):
     def json_check(self, column: str) -> str:
         # MySQL's JSON type validates already; on MariaDB JSON is LONGTEXT and this
         # CHECK is what rejects malformed documents.
-        return f"JSON_VALID({self.quote(column)})"
+        return f"JSON_VALID({self.ops.quote(column)})"
 
     @staticmethod
     def schema_expression(name: TableName) -> str:
@@ -85,7 +87,7 @@ class MysqlSchema(SchemaSql):
                               then=f"CREATE INDEX {self.index_definition(index, table)}")
 
     def drop_index_statements(self, index: Index, table: Table) -> list[str]:
-        drop = f"DROP INDEX {self.quote(index.name)} ON {self.qualified(table)}"
+        drop = f"DROP INDEX {self.ops.quote(index.name)} ON {self.qualified(table)}"
         return self._if_index(index, table, exists=True, then=drop)
 
     def _if_index(self, index: Index, table: Table, *, exists: bool, then: str) -> list[str]:
@@ -101,7 +103,7 @@ class MysqlSchema(SchemaSql):
                               exists=False, then=then)
 
     def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        then = f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.quote(column.name)}"
+        then = f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.ops.quote(column.name)}"
         return self._if_found("columns", f"column_name = '{column.name}'", table,
                               exists=True, then=then)
 
@@ -134,7 +136,7 @@ class MysqlPurge(PurgeSql):
         """``order`` makes the LIMIT deterministic (safe to replicate by statement); it
         should be the order of the index that serves ``condition``, so the scan stops at
         the limit instead of sorting every matching row for each batch."""
-        columns = ", ".join(self.quote(column) for column in order)
+        columns = ", ".join(self.ops.quote(column) for column in order)
         cursor.execute(
             f"DELETE FROM {table} WHERE {condition} ORDER BY {columns} LIMIT %s",
             [*params, limit],
@@ -147,7 +149,7 @@ class MysqlPurge(PurgeSql):
         # The retention index (status, processed_at), whose entries end with the primary
         # key: ORDER BY id alone made each batch sort every old row (1,200 rows/s for a
         # 300,000-row backlog of done rows, found by benchmarks/scale.py).
-        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
+        return self.delete_batch(cursor, self.ops.table, self.purge_condition(statuses), [cutoff],
                                  limit, order=("status", "processed_at", "id"))
 
 
@@ -157,33 +159,14 @@ class MysqlInbox(InboxSql):
         # values are validated before they get here, so there is nothing else for it to
         # hide. (ON DUPLICATE KEY UPDATE would report 1 row either way: Django connects
         # with CLIENT_FOUND_ROWS.)
-        return (f"INSERT IGNORE INTO {self.qualified(table)} ({self.columns(INBOX_KEY)}) "
+        return (f"INSERT IGNORE INTO {self.qualified(table)} ({self.ops.columns(INBOX_KEY)}) "
                 "VALUES (%s, %s)")
 
 
-class MysqlDialect(Dialect):
+class MysqlOps(SqlOps):
     vendor = "mysql"
-    features_class = MysqlFeatures
-    schema_class = MysqlSchema
-    purge_class = MysqlPurge
-    inbox_class = MysqlInbox
-    closed_rows_class = MysqlClosedRows
-
-    # -- DML ---------------------------------------------------------------------------
     now_sql = "UTC_TIMESTAMP(3)"
-    # MySQL evaluates SET assignments left to right with the new values, so the claim's
-    # SET must read the old status first: claim_set_sql() puts attempts before status.
-    qualify_set_columns = True
     skip_locked_sql = " FOR UPDATE SKIP LOCKED"
-    # Fresh rows in id order alone: MariaDB does not count ``next_retry_at IS NULL`` as a
-    # constant of the claim index's prefix, so the index's full order made it sort every
-    # fresh row, each probed as a head first (4 s a claim at 150,000 pending rows), and
-    # lock every head found, not only those it returned.
-    fresh_order = ("id",)
-
-    def is_transient(self, exc: BaseException) -> bool:
-        # 1213: deadlock victim; 1205: lock wait timeout. InnoDB rolls the transaction back.
-        return bool(exc.args) and exc.args[0] in (1213, 1205)
 
     def now_plus_sql(self) -> str:
         return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"
@@ -191,25 +174,39 @@ class MysqlDialect(Dialect):
     def offset_param(self, milliseconds: int) -> Any:
         return milliseconds * 1000
 
-    def aggregate_hash_sql(self, alias: str) -> str:
-        return f"CRC32({alias}.{self.quote('aggregate_id')})"
+    def is_transient(self, exc: BaseException) -> bool:
+        # 1213: deadlock victim; 1205: lock wait timeout. InnoDB rolls the transaction back.
+        return bool(exc.args) and exc.args[0] in (1213, 1205)
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None,
-              expired_leases: bool = True) -> list[tuple[Any, ...]]:
-        # No UPDATE ... RETURNING here: lock, update, read back, inside the caller's
-        # transaction. A locking clause does not reach into the NOT EXISTS subquery, which
-        # reads committed state, so a competitor's locked earlier row still blocks. Fresh
-        # rows are read in the claim index's order (id order for them), so the scan stops
-        # at the limit; the few overdue rows are found separately.
-        q = self.quote
-        lease_offset = self.offset_param(-lease_timeout_ms)
-        most = limit if max_chain == 1 else min(limit, heads or limit)
-        found: list[tuple[Any, ...]] = []
-        parts = partition._asdict() if partition else {}
-        for sql, params in (self.fresh_candidates_sql(partition is not None),
-                            self.overdue_candidates_sql(expired_leases)):
-            cursor.execute(sql, bind(params, heads=most, lease_offset=lease_offset, **parts))
+
+#: The slots of the statements built a branch per bucket or head, and the id a candidate,
+#: a head or a claimed row is shown as in the committed statements.
+BUCKET, AGGREGATE, STATUS, HEAD, SHARE, ID = (Slot(name) for name in (
+    "bucket", "aggregate", "status", "head", "share", "id"))
+
+
+class MysqlClaim(ClaimSql):
+    """The claim as several statements in the caller's transaction (no UPDATE ...
+    RETURNING here): read the buckets' windows, lock the fresh heads among them and the
+    overdue heads, judge them heads again, read their chains, update, read back. A
+    locking clause does not reach into the head probes' subqueries, which read committed
+    state, so a competitor's locked earlier row still blocks."""
+
+    # MySQL evaluates SET assignments left to right with the new values, so the claim's
+    # SET must read the old status first: claim_set_sql() puts attempts before status.
+    qualify_set_columns = True
+
+    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
+        slots = self.slots(request)
+        most = slots["heads"]
+        if request.buckets is None:
+            sql, params = self.oldest_heads_sql()
+            cursor.execute(sql, bind(params, **slots))
+            found = list(cursor.fetchall())
+        else:
+            found = self.bucket_heads(cursor, request.buckets, slots)
+        for sql, params in self.overdue_heads_sql(request.expired_leases):
+            cursor.execute(sql, bind(params, **slots))
             found += cursor.fetchall()
         found = sorted(found)[:most]
         still = set(self.still_heads(cursor, [row[0] for row in found]))
@@ -217,81 +214,209 @@ class MysqlDialect(Dialect):
         if not found:
             return []
         ids = [row[0] for row in found]
-        share = chain_share(max_chain, limit, len(found))
-        if share:
-            ids = sorted(ids + self.chains(cursor, dict((a, i) for i, a in found),
-                                           lease_offset, share))[:limit]
-        condition, params = self.ids_condition(ids)
-        cursor.execute(
-            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} WHERE o.{condition}", params
-        )
-        cursor.execute(
-            f"SELECT {self.returned_columns()} FROM {self.table} AS o WHERE o.{condition} "
-            f"ORDER BY o.{q('id')}",
-            params,
-        )
+        shares = {aggregate: chain_share(request.max_chain, request.rows, len(found), rank)
+                  for rank, (_, aggregate) in enumerate(found, start=1)}
+        if any(shares.values()):
+            ids = sorted(ids + self.chains(cursor, {a: (i, shares[a]) for i, a in found},
+                                           slots["lease_offset"]))[:request.rows]
+        for sql, params in self.claimed_sql(ids):
+            cursor.execute(sql, params)
         return list(cursor.fetchall())
 
-    def chains(self, cursor: Any, heads: dict[str, int], lease_offset: Any, share: int
+    def statements(self) -> dict[str, Fragment]:
+        """Shown for one bucket, one candidate and one head (:data:`ID`): the statements
+        built per request repeat their bucket's, candidate's or head's part."""
+        due, expired = self.overdue_heads_sql(True)
+        update, read_back = self.claimed_sql([ID])
+        return {"oldest_heads": self.oldest_heads_sql(), "bucket_windows": self.windows_sql(1),
+                "bucket_heads": self.bucket_heads_sql([ID]), "due_heads": due,
+                "expired_heads": expired, "still_heads": self.still_heads_sql([ID]),
+                "chains": self.chains_sql(1), "update": update, "read_back": read_back}
+
+    def buckets_param(self, buckets: Sequence[int]) -> Any:
+        # A window a bucket, each bucket bound in its own (:meth:`windows_sql`).
+        return None
+
+    # -- fresh heads ---------------------------------------------------------------------
+    # Fresh rows in id order alone: MariaDB does not count ``next_retry_at IS NULL`` as a
+    # constant of the claim index's prefix, so the index's full order made it sort every
+    # fresh row (4 s a claim at 150,000 pending rows).
+    oldest_order = ("id",)
+
+    def oldest_heads_sql(self) -> Fragment:
+        """Fresh heads read oldest first, locked: the walk of the claim index in id order
+        (each row probed as a head, rows another claim holds skipped), which ends where
+        the window does."""
+        ops, q = self.ops, self.ops.quote
+        return ops.statement("oldest", lambda: compose(
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
+            f"{self._index(ops.name.claim_index)} "
+            f"WHERE {{}} AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w) "
+            f"AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            self.fresh_sql("c"), self.oldest_sql("f"), self.head_of_aggregate_sql("c"),
+            param(HEADS)))
+
+    # The indexes named: with ``id`` in the condition the optimizer may otherwise walk
+    # the primary key through every done row (25,000 rows read for 35 heads), or read a
+    # bucket's rows through the claim index and sort them.
+    def oldest_sql(self, alias: str = "f") -> Fragment:
+        return self._forced(super().oldest_sql(alias), alias, self.ops.name.claim_index)
+
+    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
+        return self._forced(super().window_sql(bucket, count), "f", self.ops.name.bucket_index)
+
+    def _index(self, index: str) -> str:
+        return f"FORCE INDEX ({self.ops.quote(index)})"
+
+    def _forced(self, fragment: Fragment, alias: str, index: str) -> Fragment:
+        sql, params = fragment
+        return sql.replace(f" AS {alias} ", f" AS {alias} {self._index(index)} ", 1), params
+
+    def windows_sql(self, buckets: int) -> Fragment:
+        """The windows of ``buckets`` buckets (:meth:`bucket_window_sql` each) and of the
+        rows without a bucket, as one statement."""
+        def build() -> Fragment:
+            unbucketed = compose("({})", self.window_sql(("IS NULL", []), param(HEADS)))
+            return join([self.bucket_window_sql()] * buckets + [unbucketed],
+                        "\nUNION ALL\n")
+        return self.ops.statement(("windows", buckets), build)
+
+    def bucket_window_sql(self) -> Fragment:
+        """The window of one bucket, the bucket bound as the slot ``bucket``."""
+        return self.ops.statement("bucket_window", lambda: compose(
+            "({})", self.window_sql(compose("= {}", param(BUCKET)), param(WINDOW))))
+
+    def bucket_heads(self, cursor: Any, buckets: Sequence[int], slots: dict[str, Any]
+                     ) -> list[tuple[Any, ...]]:
+        """Ids and aggregates of the fresh heads of ``buckets``, locked: the first row of
+        each aggregate in the windows, checked again, probed as a head, the oldest
+        :data:`~.sql.HEADS` kept (rows another claim holds skipped)."""
+        sql, params = self.windows_sql(len(buckets))
+        branch = self.bucket_window_sql()[1]
+        values = [value for bucket in buckets for value in bind(branch, **slots, bucket=bucket)]
+        cursor.execute(sql, values + bind(params[len(values):], **slots))
+        firsts: dict[str, int] = {}
+        for row_id, aggregate in sorted(cursor.fetchall()):
+            firsts.setdefault(aggregate, row_id)
+        if not firsts:
+            return []
+        sql, params = self.bucket_heads_sql(sorted(firsts.values()))
+        cursor.execute(sql, bind(params, **slots))
+        return list(cursor.fetchall())
+
+    def bucket_heads_sql(self, candidates: Sequence[Any]) -> Fragment:
+        """The fresh heads among the ``candidates`` ids, locked (the ids in id order, so
+        the scan of the primary key stops at the limit)."""
+        ops, q = self.ops, self.ops.quote
+        return compose(
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
+            f"WHERE c.{{}} AND {{}} AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            ops.ids_condition(candidates), self.fresh_sql("c"), self.head_of_aggregate_sql("c"),
+            param(HEADS),
+        )
+
+    def overdue_heads_sql(self, expired_leases: bool) -> list[Fragment]:
+        """Overdue heads (few, found apart in the claim index), locked: those whose time
+        has come and, with ``expired_leases``, those whose lease expired, each read
+        apart (as one OR of the three, MariaDB read every open row of the claim index:
+        114,000 rows, 0.3 s, for none)."""
+        ops, q = self.ops, self.ops.quote
+
+        def heads(condition: Fragment) -> Fragment:
+            return compose(
+                f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
+                f"WHERE ({{}}) AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+                condition, self.head_of_aggregate_sql("c"), param(HEADS))
+        due = ops.statement("due", lambda: heads(self.due_sql("c")))
+        if not expired_leases:
+            return [due]
+        return [due, ops.statement("expired", lambda: heads(self.expired_sql("c")))]
+
+    # -- the rest of the claim -----------------------------------------------------------
+    def still_heads(self, cursor: Any, ids: list[int]) -> list[int]:
+        """The candidates no earlier open row of their aggregate holds back, judged
+        again in a statement of its own.
+
+        The locking reads see rows committed while they run, but their head probes read
+        the snapshot taken when the statement began: the later events of a writer that
+        committed mid-scan passed as heads while its first one was skipped as locked,
+        and went out before it (the soak found this on MariaDB). Under READ COMMITTED,
+        Django's default for MySQL, this statement's snapshot has that commit. A plain
+        read: a locking one here made relays queue on each other's rows. Earlier rows
+        among the candidates themselves do not count.
+        """
+        if not ids:
+            return ids
+        sql, params = self.still_heads_sql(ids)
+        cursor.execute(sql, params)
+        heads = {row[0] for row in cursor.fetchall()}
+        return [row_id for row_id in ids if row_id in heads]
+
+    def still_heads_sql(self, ids: Sequence[Any]) -> Fragment:
+        """Which of ``ids`` are heads, earlier rows among them ignored."""
+        listed = self.ops.ids_condition(ids)
+        return compose(f"SELECT c.{self.ops.quote('id')} FROM {self.ops.table} AS c "
+                       "WHERE c.{} AND {}", listed,
+                       self.head_of_aggregate_sql("c", ignoring=compose("NOT e.{}", listed)))
+
+    def chains(self, cursor: Any, heads: dict[str, tuple[int, int]], lease_offset: Any
                ) -> list[int]:
-        """Ids of the rows behind ``heads`` (aggregate -> head id, all locked by this
-        transaction) that chain onto them: each aggregate's next ``share`` open rows in
-        id order (see :func:`~.sql.chain_share`), stopping at the first that is not
-        claimable by its own state. Competitors cannot chain these aggregates: they skip
-        the locked heads, and a row behind an open row is never a head.
+        """Ids of the rows behind ``heads`` (aggregate -> its head's id, all locked by
+        this transaction, and its share: see :func:`~.sql.chain_share`) that chain onto
+        them: each aggregate's next open rows in id order, up to its share, stopping at
+        the first that is not claimable by its own state. Competitors cannot chain these
+        aggregates: they skip the locked heads, and a row behind an open row is never a
+        head.
 
         No LATERAL here, and the open-rows index is ordered by status before id, so
         "the next open rows in id order" is read as one index range per open status and
-        head, each in id order and cut at ``share`` (a UNION ALL of them, in one round
-        trip), and merged here: a claim reads at most three times what it hands out,
-        however deep the aggregates' backlogs are.
+        head (:meth:`chain_sql`), each in id order and cut at ``share``, as one UNION ALL
+        in one round trip, and merged here: a claim reads at most three times what it
+        hands out, however deep the aggregates' backlogs are.
         """
-        q = self.quote
-        template = (f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN {{}} THEN 1 "
-                    f"ELSE 0 END FROM {self.table} AS c WHERE c.{q('aggregate_id')} = {{}} "
-                    f"AND c.{q('status')} = {{}} AND c.{q('id')} > {{}} "
-                    f"ORDER BY c.{q('id')} LIMIT {{}})")
-        own_state = self.claimable_status_sql("c")
-        sql, params = join([
-            compose(template, own_state, param(aggregate), param(status), param(head),
-                    param(share))
-            for aggregate, head in heads.items() for status in OPEN_STATUSES
-        ], " UNION ALL ")
-        cursor.execute(sql, bind(params, lease_offset=lease_offset))
+        chaining = {aggregate: head for aggregate, head in heads.items() if head[1]}
+        sql, _ = self.chains_sql(len(chaining))
+        _, branch = self.chain_sql()
+        cursor.execute(sql, [
+            value for aggregate, (head, share) in chaining.items() for status in OPEN_STATUSES
+            for value in bind(branch, lease_offset=lease_offset, aggregate=aggregate,
+                              status=status, head=head, share=share)])
         rows: dict[str, list[tuple[int, int]]] = {}
         for row_id, aggregate, claimable in cursor.fetchall():
             rows.setdefault(aggregate, []).append((row_id, claimable))
         chained = []
-        for following in rows.values():
-            for row_id, claimable in sorted(following)[:share]:
+        for aggregate, following in rows.items():
+            for row_id, claimable in sorted(following)[:chaining[aggregate][1]]:
                 if not claimable:
                     break
                 chained.append(row_id)
         return chained
 
-    def still_heads(self, cursor: Any, ids: list[int]) -> list[int]:
-        """The candidates no earlier open row of their aggregate holds back, judged
-        again in a statement of its own.
+    def chains_sql(self, heads: int) -> Fragment:
+        """The chain read of :meth:`chains` for ``heads`` heads: a branch per head and
+        open status (:meth:`chain_sql`), each bound on its own."""
+        return self.ops.statement(("chains", heads), lambda: join(
+            [self.chain_sql()] * (heads * len(OPEN_STATUSES)), "\nUNION ALL\n"))
 
-        The candidate scans' locking read sees rows committed while it runs, but their
-        head probe reads the snapshot taken when the statement began: the later events
-        of a writer that committed mid-scan passed as heads while its first one was
-        skipped as locked, and went out before it (the soak found this on MariaDB).
-        Under READ COMMITTED, Django's default for MySQL, this statement's snapshot has
-        that commit. A plain read: a locking one here made relays queue on each other's
-        rows. Earlier rows among the candidates themselves do not count.
-        """
-        if not ids:
-            return ids
-        q = self.quote
-        condition, params = self.ids_condition(ids)
-        sql, params = compose(f"SELECT c.{q('id')} FROM {self.table} AS c WHERE c.{{}} AND {{}}",
-                              (condition, params),
-                              self.head_of_aggregate_sql("c", ignoring=(f"NOT e.{condition}",
-                                                                        params)))
-        cursor.execute(sql, params)
-        heads = {row[0] for row in cursor.fetchall()}
-        return [row_id for row_id in ids if row_id in heads]
+    def chain_sql(self) -> Fragment:
+        """One branch of :meth:`chains`: the open rows of one status behind one head."""
+        q = self.ops.quote
+        return self.ops.statement("chain", lambda: compose(
+            f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN {{}} THEN 1 ELSE 0 END "
+            f"FROM {self.ops.table} AS c WHERE c.{q('aggregate_id')} = {{}} "
+            f"AND c.{q('status')} = {{}} AND c.{q('id')} > {{}} "
+            f"ORDER BY c.{q('id')} LIMIT {{}})",
+            self.claimable_status_sql("c"), param(AGGREGATE), param(STATUS), param(HEAD),
+            param(SHARE)))
+
+    def claimed_sql(self, ids: Sequence[Any]) -> tuple[Fragment, Fragment]:
+        """The claim's UPDATE of the rows ``ids`` names, and the SELECT that reads them
+        back."""
+        q, claimed = self.ops.quote, self.ops.ids_condition(ids)
+        return (compose(f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')} "
+                        "WHERE o.{}", claimed),
+                compose(f"SELECT {self.returned_columns()} FROM {self.ops.table} AS o "
+                        f"WHERE o.{{}} ORDER BY o.{q('id')}", claimed))
 
     def head_of_aggregate_sql(self, alias: str = "c", ignoring: Fragment | None = None
                               ) -> Fragment:
@@ -311,13 +436,24 @@ class MysqlDialect(Dialect):
         optimizer otherwise takes the claim index for a status it believes rare (the
         claimed rows, say), reading all of them, and sorting them, for each candidate.
         """
-        q = self.quote
+        q = self.ops.quote
         rest = compose(" AND {}", ignoring) if ignoring else ("", [])
         return join([
-            compose(f"{alias}.{q('id')} <= COALESCE((SELECT e.{q('id')} FROM {self.table} "
-                    f"AS e FORCE INDEX ({q(self.name.aggregate_index)}) "
+            compose(f"{alias}.{q('id')} <= COALESCE((SELECT e.{q('id')} FROM {self.ops.table} "
+                    f"AS e FORCE INDEX ({q(self.ops.name.aggregate_index)}) "
                     f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
                     f"AND e.{q('status')} = {status}{{}} ORDER BY e.{q('id')} LIMIT 1), "
                     f"{alias}.{q('id')})", rest)
             for status in OPEN_STATUSES
         ], " AND ")
+
+
+class MysqlDialect(Dialect):
+    vendor = "mysql"
+    ops_class = MysqlOps
+    claim_class = MysqlClaim
+    features_class = MysqlFeatures
+    schema_class = MysqlSchema
+    purge_class = MysqlPurge
+    inbox_class = MysqlInbox
+    closed_rows_class = MysqlClosedRows

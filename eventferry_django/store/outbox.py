@@ -15,10 +15,9 @@ from ..contract import MAX_BATCH
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
-from .base import Dialect
 from .bound import BoundStore
+from .claim import ClaimRequest
 from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
-from .sql import Partition
 
 
 @dataclass(frozen=True)
@@ -31,37 +30,6 @@ class ClaimedEvent:
     @property
     def id(self) -> int:
         return self.message.id
-
-
-@dataclass(frozen=True)
-class ClaimRequest:
-    """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
-    aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
-    it, leased for ``lease_timeout`` seconds. Asking for no more heads than exist keeps
-    the scan for them short (see the relay's :class:`~.relay.planner.ClaimPlanner`).
-    With a ``partition``, fresh heads come only from that part of the aggregates (see
-    the relay's :mod:`~.relay.membership`). Without ``expired_leases``, rows whose
-    lease expired may be left for a later claim (see :meth:`.Dialect.claim`)."""
-
-    rows: int
-    lease_timeout: float
-    heads: int | None = None
-    max_chain: int = 1
-    partition: Partition | None = None
-    expired_leases: bool = True
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.rows <= MAX_BATCH:
-            raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {self.rows!r}.")
-
-    @property
-    def lease_timeout_ms(self) -> int:
-        return round(self.lease_timeout * 1000)
-
-    def run(self, dialect: Dialect, cursor: Any) -> list[tuple[Any, ...]]:
-        """The claim's rows, in :data:`~.base.CLAIM_COLUMNS` order."""
-        return dialect.claim(cursor, self.rows, self.lease_timeout_ms, self.max_chain,
-                             self.heads, self.partition, self.expired_leases)
 
 
 @dataclass(frozen=True)
@@ -121,7 +89,7 @@ class OutboxStore(BoundStore):
         """Run ``request``. Meant for autocommit: where the vendor's claim is one
         statement (or, on SQL Server, one batch with its own transaction) no extra
         BEGIN/COMMIT is paid."""
-        rows = self._run(lambda cursor: request.run(self.dialect, cursor),
+        rows = self._run(lambda cursor: self.dialect.claim.run(cursor, request),
                          atomic=self.dialect.features.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
 
@@ -211,12 +179,13 @@ class OutboxStore(BoundStore):
 
         def run(cursor: Any) -> tuple[int, list[tuple[Any, ...]]]:
             settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
-            return settled, [] if claim is None else claim.run(self.dialect, cursor)
+            return settled, [] if claim is None else self.dialect.claim.run(cursor, claim)
 
         statements = len(groups) + len(failures) + (1 if claim is not None else 0)
         if statements == 0:
             return 0, []
-        settled, rows = self._run(run, atomic=statements > 1)
+        claim_in_transaction = claim is not None and self.dialect.features.claim_needs_transaction
+        settled, rows = self._run(run, atomic=statements > 1 or claim_in_transaction)
         return settled, [self._claimed(row) for row in rows]
 
     # -- purge -------------------------------------------------------------------------

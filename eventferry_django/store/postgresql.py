@@ -12,23 +12,14 @@ from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import Dialect
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inserts import InsertSql
+from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import (
-    HEADS,
-    LIMIT,
-    PART,
-    PARTS,
-    Fragment,
-    Partition,
-    bind,
-    chain_share_sql,
-    compose,
-    param,
-)
+from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
 from .statistics_sql import StatisticsSql
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
@@ -58,15 +49,15 @@ class PostgresqlClosedRows(ClosedRowsSql):
 
     def archive_column_sql(self, column: str) -> str:
         if column in JSON_COLUMNS:
-            return f"{self.quote(column)}::text AS {self.quote(column)}"
+            return f"{self.ops.quote(column)}::text AS {self.ops.quote(column)}"
         return super().archive_column_sql(column)
 
     def purge_archived_sql(self, statuses: Sequence[int]) -> str:
         # = ANY(...) keeps the plan on primary-key lookups whatever the planner guesses
         # about unnest's size; the join then pins each id to its archived processed_at.
-        q = self.quote
+        q = self.ops.quote
         return (
-            f"DELETE FROM {self.table} AS o "
+            f"DELETE FROM {self.ops.table} AS o "
             "USING unnest(%s::bigint[], %s::timestamptz[]) AS a(id, processed_at) "
             f"WHERE o.{q('id')} = ANY(%s::bigint[]) AND o.{q('id')} = a.id "
             f"AND o.{q('processed_at')} = a.processed_at AND o.{q('status')} IN "
@@ -141,7 +132,7 @@ class PostgresqlSchema(SchemaSql):
             change = f"SET ({self._autovacuum_settings()})"
         else:
             change = f"RESET ({', '.join(name for name, _ in self.AUTOVACUUM)})"
-        return [f"ALTER TABLE IF EXISTS {self.table} {change}"]
+        return [f"ALTER TABLE IF EXISTS {self.ops.table} {change}"]
 
 
 class PostgresqlFeatures(Features):
@@ -166,7 +157,7 @@ class PostgresqlInserts(InsertSql):
         )
 
     def insert_params(self, values: list[Any]) -> list[Any]:
-        return [*values, self.name.notify_channel]
+        return [*values, self.ops.name.notify_channel]
 
     def delay_sql(self) -> str:
         # Typed, so that a NULL delay (a row with deliver_at, or none) needs no guessing.
@@ -181,14 +172,14 @@ class PostgresqlStatistics(StatisticsSql):
         # The claim index holds exactly the open rows, so its reltuples is the planner's
         # belief; pg_class is only written by VACUUM and ANALYZE (and survives a crash,
         # unlike the counters that trigger autovacuum).
-        index = TableName(self.name.claim_index, self.name.schema).quoted(self.vendor)
+        index = TableName(self.ops.name.claim_index, self.ops.name.schema).quoted(self.ops.vendor)
         return "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [index]
 
     def refresh_statistics_sql(self) -> str | None:
         # SKIP_LOCKED: never queue behind an autovacuum (or anyone's ANALYZE) of the
         # table; the next check tries again. A relay whose role does not own the table
         # gets a warning from the server and no ANALYZE, never an error.
-        return f"ANALYZE (SKIP_LOCKED) {self.table}"
+        return f"ANALYZE (SKIP_LOCKED) {self.ops.table}"
 
     def forget_plans_sql(self) -> str | None:
         # Plans only: the prepared statements stay, as psycopg expects.
@@ -200,21 +191,20 @@ class PostgresqlPurge(PurgeSql):
     purge_subquery_tail = "LIMIT %s FOR UPDATE SKIP LOCKED"
 
 
-class PostgresqlDialect(Dialect):
+class PostgresqlOps(SqlOps):
     vendor = "postgresql"
-    features_class = PostgresqlFeatures
-    schema_class = PostgresqlSchema
-    inserts_class = PostgresqlInserts
-    purge_class = PostgresqlPurge
-    statistics_class = PostgresqlStatistics
-    closed_rows_class = PostgresqlClosedRows
+    # statement_timestamp(): one value for the whole statement, so every row of a claim
+    # shares its lease token, and it advances between statements of a transaction.
+    now_sql = "statement_timestamp()"
+    timestamp_placeholder = "%s::timestamptz"
+    skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
     # All scoped to the relay's transaction; the application's commits stay durable.
-    # A generic plan: the claim's plan does not depend on its limits (an ordered walk of
-    # the claim index), yet PostgreSQL would plan it afresh each time, at about half the
-    # cost of running it.
-    # No JIT: the claim's estimated cost (a walk of the claim index with a filter it
-    # cannot estimate) passes jit_above_cost, and compiling it took 30 ms a claim (four
-    # relays, 100,000 open rows) to run a statement of a few milliseconds.
+    # A generic plan: the claim's plan does not depend on its limits (bounded reads of
+    # the bucket index and the claim index), yet PostgreSQL would plan it afresh each
+    # time, at about half the cost of running it.
+    # No JIT: the claim's estimated cost (index walks with filters it cannot estimate)
+    # passes jit_above_cost, and compiling it took 30 ms a claim (four relays, 100,000
+    # open rows) to run a statement of a few milliseconds.
     # A connection check: PostgreSQL notices a vanished client only when it next writes
     # to it, so the claim of a relay killed mid-statement kept running (33 minutes in
     # the soak), holding row locks. Checked every second, a dead relay's statement ends
@@ -234,13 +224,18 @@ class PostgresqlDialect(Dialect):
         "THEN set_config('client_connection_check_interval', '1s', true) END"
     )
 
-    # -- DML ---------------------------------------------------------------------------
-    # statement_timestamp(): one value for the whole statement, so every row of a claim
-    # shares its lease token, and it advances between statements of a transaction.
-    now_sql = "statement_timestamp()"
-
     def now_plus_sql(self) -> str:
         return "(statement_timestamp() + %s * INTERVAL '1 millisecond')"
+
+    def select_column(self, column: str, alias: str = "o") -> str:
+        # The lease comes back as text (it only ever returns to the database): Django's
+        # timezone-aware loader costs more per row than the rest of the claim's output.
+        if column in JSON_COLUMNS or column == "claimed_at":
+            return f"{alias}.{self.quote(column)}::text"
+        return super().select_column(column, alias)
+
+    def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{self.quote('id')} = ANY(%s)", [list(ids)]
 
     def execute_often(self, cursor: Any, sql: str, params: Sequence[Any]) -> Any:
         # Planning the claim costs about as much as running it, every pass. psycopg 3
@@ -268,19 +263,9 @@ class PostgresqlDialect(Dialect):
         # deadlock_detected, serialization_failure, lock_not_available
         return getattr(exc.__cause__, "sqlstate", None) in {"40P01", "40001", "55P03"}
 
-    def select_column(self, column: str) -> str:
-        # The lease comes back as text (it only ever returns to the database): Django's
-        # timezone-aware loader costs more per row than the rest of the claim's output.
-        if column in JSON_COLUMNS or column == "claimed_at":
-            return f"o.{self.quote(column)}::text"
-        return super().select_column(column)
 
-    timestamp_placeholder = "%s::timestamptz"
-
-    def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        return f"{self.quote('id')} = ANY(%s)", [list(ids)]
-
-    skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
+class PostgresqlClaim(ClaimSql):
+    """The claim as one statement, so one short transaction even in autocommit."""
 
     def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
         """No earlier row of the candidate's aggregate is open, asked as "the nearest
@@ -292,97 +277,152 @@ class PostgresqlDialect(Dialect):
         claim at 20,000 open rows of one aggregate, in the generic plan the relay's
         prepared statement gets). Not the aggregate's MIN either: that seek starts at the
         aggregate's first index entry and steps over every entry its done rows left
-        behind until vacuum, for every candidate; behind a hot aggregate's head, a claim
-        that scans its backlog paid that per row (1 s per claim, 80 buffers a probe,
-        halfway through draining 20,000 rows of one aggregate). Seeking backwards, a row
-        behind the head finds the open row before it at once; only a head steps over
-        its aggregate's dead entries.
+        behind until vacuum, for every candidate. Seeking backwards, a row behind the
+        head finds the open row before it at once; only a head steps over its
+        aggregate's dead entries.
         """
-        q = self.quote
+        q = self.ops.quote
         return (
-            f"(SELECT MAX(e.{q('id')}) FROM {self.table} e "
+            f"(SELECT MAX(e.{q('id')}) FROM {self.ops.table} e "
             f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')}"
             ") IS NULL"
         ), []
 
-    def aggregate_hash_sql(self, alias: str) -> str:
-        # hashtext: the server's own string hash, the same in every session; widened
-        # before abs(), which would overflow on the smallest integer.
-        return f"abs(hashtext({alias}.{self.quote('aggregate_id')})::bigint)"
+    def oldest_heads_sql(self) -> Fragment:
+        """Fresh heads read oldest first, at most :data:`~.sql.HEADS`, locked: the walk
+        of the claim index in id order (each row probed as a head, rows another claim
+        holds skipped), which ends where the window does, so it never walks the whole
+        backlog to find heads that are not there."""
+        ops, q = self.ops, self.ops.quote
+        order = ", ".join(f"c.{q(c)}" for c in self.oldest_order)
+        return compose(
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
+            f"    FROM {ops.table} AS c\n"
+            "    WHERE {}\n"
+            f"      AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w)\n"
+            "      AND {}\n"
+            f"    ORDER BY {order} LIMIT {{}}{ops.skip_locked_sql}",
+            self.fresh_sql("c"), self.oldest_sql("f"), self.head_of_aggregate_sql("c"),
+            param(HEADS),
+        )
 
-    def partition_sql(self, alias: str = "c") -> Fragment:
-        """As a CASE, not a bare comparison, for the planner's sake: it guesses an
-        equality on an expression it has no statistics for at 0.5%, and with the head
-        probe's own 0.5% it expected no row to pass, so it read and probed every fresh
-        row and sorted them instead of walking the claim index and stopping at the limit
-        (measured in the relay's generic plan, 10,000 pending rows over 100 aggregates:
-        66 ms against 0.4 ms). A boolean CASE it guesses at one half."""
-        return compose(f"CASE WHEN MOD({self.aggregate_hash_sql(alias)}, {{}}) = {{}} "
-                       "THEN TRUE ELSE FALSE END", param(PARTS), param(PART))
+    def bucket_heads_sql(self) -> Fragment:
+        """Fresh heads read bucket by bucket, at most :data:`~.sql.HEADS`, locked.
 
-    def claim_sql(self, partitioned: bool = False, expired_leases: bool = True) -> Fragment:
-        """The claim as one statement, so one short transaction even in autocommit. The
-        probes have no locking clause: they read committed state, in which every open
-        status blocks. ``partitioned``: fresh heads of this relay's part only;
-        ``expired_leases``: see :meth:`overdue_candidates_sql`."""
-        q = self.quote
-        return self.statement(("claim", partitioned, expired_leases), lambda: compose(
-            "WITH fresh AS ({}), overdue AS ({}), "
-            f"picked AS (SELECT {q('id')} FROM fresh UNION ALL SELECT {q('id')} FROM overdue "
-            "ORDER BY 1 LIMIT {}) "
-            # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
-            # the CTE's size; a join may be planned as a scan of the whole table.
-            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-            f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
-            f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(expired_leases),
-            param(LIMIT),
-        ))
+        The window: the first :data:`~.sql.WINDOW` fresh rows of each bucket in
+        :data:`~.sql.BUCKETS` (an index-only range of the bucket index each), and as
+        many rows without a bucket as heads are asked for; of each aggregate only its
+        first row there can be a head, and those are probed. The heads are looked up by
+        primary key (``= ANY(ARRAY(...))``: whatever the planner guesses about their
+        number), checked again (another claim may have taken them since), and the
+        oldest locked, skipping rows another claim holds."""
+        ops, q = self.ops, self.ops.quote
+        return compose(
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
+            f"    FROM {ops.table} AS c\n"
+            f"    WHERE c.{q('id')} = ANY(ARRAY(\n"
+            f"        SELECT w.{q('id')} FROM (\n"
+            f"            SELECT DISTINCT ON (w.{q('aggregate_id')}) w.* FROM (\n"
+            "                SELECT f.* FROM unnest({}::smallint[]) AS b(bucket)\n"
+            "                CROSS JOIN LATERAL ({}) AS f\n"
+            "                UNION ALL\n"
+            "                ({})\n"
+            f"            ) AS w ORDER BY w.{q('aggregate_id')}, w.{q('id')}\n"
+            "        ) AS w WHERE {}))\n"
+            "      AND {}\n"
+            f"    ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            param(BUCKETS), self.window_sql(("= b.bucket", []), param(WINDOW)),
+            self.window_sql(("IS NULL", []), param(HEADS)), self.head_of_aggregate_sql("w"),
+            self.fresh_sql("c"), param(HEADS),
+        )
 
-    def chain_claim_sql(self, partitioned: bool = False, expired_leases: bool = True
-                        ) -> Fragment:
-        """The claim with chains, as one statement.
+    def overdue_heads_sql(self, expired_leases: bool) -> Fragment:
+        """Overdue heads (few, found apart in the claim index), at most
+        :data:`~.sql.HEADS`, locked; without ``expired_leases``, due retries and
+        scheduled rows only."""
+        ops, q = self.ops, self.ops.quote
+        return compose(
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c\n"
+            "    WHERE {} AND {}\n"
+            f"    ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            self.overdue_sql("c", expired_leases), self.head_of_aggregate_sql("c"),
+            param(HEADS),
+        )
+
+    def claim_sql(self, by_bucket: bool = False, expired_leases: bool = True) -> Fragment:
+        """The claim, with chains, as one statement.
 
         Only rows behind a head this statement holds (FOR UPDATE) are read into a chain,
         so two claims never chain the same aggregate: the other one skips the head, and
         no later row is ever a head while it is open. Each chain reads the aggregate's
         next open rows in id order from the open-rows index and stops at the first one
         that is not claimable by its own state (held by a live lease, waiting for its
-        retry time). The final id-order limit keeps a prefix of every chain. Each chain
-        reads no more than its share of the batch (:func:`~.sql.chain_share_sql`), so a
-        claim over many deep aggregates reads about the rows it hands out.
+        retry time). Each chain reads no more than its head's share of the batch
+        (:func:`~.sql.chain_share_sql`; none at ``MAX_CHAIN`` 1), so a claim reads the
+        rows it hands out however many deep aggregates it takes; the final id-order
+        limit keeps a prefix of every chain. The probes have no locking clause: they
+        read committed state, in which every open status blocks.
         """
-        q = self.quote
+        q = self.ops.quote
         window = f"ORDER BY c.{q('id')}"
-        return self.statement(("chain_claim", partitioned, expired_leases), lambda: compose(
-            "WITH fresh AS ({}), overdue AS ({}), "
-            f"heads AS (SELECT {q('id')}, {q('aggregate_id')} FROM fresh UNION ALL "
-            f"SELECT {q('id')}, {q('aggregate_id')} FROM overdue ORDER BY 1 LIMIT {{}}), "
-            f"picked AS (SELECT {q('id')} FROM heads UNION ALL "
-            f"SELECT chain.{q('id')} FROM heads AS h CROSS JOIN LATERAL ("
-            f"SELECT r.{q('id')} FROM (SELECT c.{q('id')}, {{}} AS unbroken "
-            f"FROM {self.table} AS c WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
-            f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')} "
-            f"{window} LIMIT (SELECT {{}} FROM heads)) AS r "
-            "WHERE r.unbroken = 1) AS chain "
-            "ORDER BY 1 LIMIT {}) "
-            f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
-            f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked)) "
+        return self.ops.statement(("claim", by_bucket, expired_leases), lambda: compose(
+            "WITH fresh AS (\n"
+            "    {}\n"
+            "), overdue AS (\n"
+            "    {}\n"
+            "), heads AS (\n"
+            f"    SELECT {q('id')}, {q('aggregate_id')}, ROW_NUMBER() OVER ("
+            f"ORDER BY {q('id')}) AS rank FROM (\n"
+            f"        SELECT {q('id')}, {q('aggregate_id')} FROM fresh\n"
+            "        UNION ALL\n"
+            f"        SELECT {q('id')}, {q('aggregate_id')} FROM overdue\n"
+            "        ORDER BY 1 LIMIT {}\n"
+            "    ) AS h\n"
+            "), picked AS (\n"
+            f"    SELECT {q('id')} FROM heads\n"
+            "    UNION ALL\n"
+            f"    SELECT chain.{q('id')} FROM heads AS h CROSS JOIN LATERAL (\n"
+            f"        SELECT r.{q('id')} FROM (\n"
+            f"            SELECT c.{q('id')}, {{}} AS unbroken\n"
+            f"            FROM {self.ops.table} AS c\n"
+            f"            WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
+            f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
+            f"            {window} LIMIT {{}}\n"
+            "        ) AS r WHERE r.unbroken = 1\n"
+            "    ) AS chain\n"
+            "    ORDER BY 1 LIMIT {}\n"
+            ")\n"
+            # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
+            # the CTE's size; a join may be planned as a scan of the whole table.
+            f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')}\n"
+            f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked))\n"
             f"RETURNING {self.returned_columns()}",
-            self.fresh_candidates_sql(partitioned), self.overdue_candidates_sql(expired_leases),
-            param(HEADS), self.unbroken_sql("c", window), chain_share_sql("COUNT(*)", least=True),
-            param(LIMIT),
+            self.bucket_heads_sql() if by_bucket else self.oldest_heads_sql(),
+            self.overdue_heads_sql(expired_leases), param(HEADS),
+            self.unbroken_sql("c", window),
+            chain_share_sql("h.rank", "(SELECT COUNT(*) FROM heads)", least=True), param(LIMIT),
         ))
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None,
-              expired_leases: bool = True) -> list[tuple[Any, ...]]:
-        chained, partitioned = max_chain > 1, partition is not None
-        sql, params = (self.chain_claim_sql(partitioned, expired_leases) if chained
-                       else self.claim_sql(partitioned, expired_leases))
-        claimed = self.execute_often(cursor, sql, bind(
-            params, limit=limit, heads=min(limit, heads or limit) if chained else limit,
-            lease_offset=self.offset_param(-lease_timeout_ms), max_chain=max_chain,
-            **(partition._asdict() if partition else {})))
+    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
+        sql, params = self.claim_sql(request.buckets is not None, request.expired_leases)
+        claimed = self.ops.execute_often(cursor, sql, bind(params, **self.slots(request)))
         return sorted(claimed.fetchall(), key=lambda row: row[0])
+
+    def statements(self) -> dict[str, Fragment]:
+        return {"claim": self.claim_sql(),
+                "claim_without_leases": self.claim_sql(expired_leases=False),
+                "claim_by_bucket": self.claim_sql(by_bucket=True),
+                "claim_by_bucket_without_leases": self.claim_sql(True, False)}
+
+
+class PostgresqlDialect(Dialect):
+    vendor = "postgresql"
+    ops_class = PostgresqlOps
+    claim_class = PostgresqlClaim
+    features_class = PostgresqlFeatures
+    schema_class = PostgresqlSchema
+    inserts_class = PostgresqlInserts
+    purge_class = PostgresqlPurge
+    statistics_class = PostgresqlStatistics
+    closed_rows_class = PostgresqlClosedRows

@@ -5,18 +5,10 @@ statement the inbox's purge runs on too. A part of the vendor's dialect
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from ..contract import MAX_BATCH
-
-
-class PurgeDialect(Protocol):
-    """What the purge SQL takes from the vendor's dialect."""
-
-    table: str
-    timestamp_placeholder: ClassVar[str]
-
-    def quote(self, identifier: str) -> str: ...
+from .ops import SqlOps
 
 
 class PurgeSql:
@@ -28,17 +20,15 @@ class PurgeSql:
     #: The most rows one purge statement deletes, whatever batch size is asked for.
     max_delete_batch: ClassVar[int] = MAX_BATCH
 
-    def __init__(self, dialect: PurgeDialect) -> None:
-        self.table = dialect.table
-        self.quote = dialect.quote
-        self.timestamp_placeholder = dialect.timestamp_placeholder
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
 
     def delete_batch(
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
     ) -> int:
         """Delete up to ``limit`` rows of ``table`` (quoted) that match ``condition`` (SQL
         whose placeholders ``params`` fill); the purges of both tables run on this."""
-        q = self.quote
+        q = self.ops.quote
         cursor.execute(
             f"DELETE FROM {table} WHERE {q('id')} IN (SELECT {q('id')} FROM {table} "
             f"WHERE {condition} {self.purge_subquery_tail})",
@@ -50,11 +40,12 @@ class PurgeSql:
         self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
     ) -> int:
         """Delete up to ``limit`` rows in ``statuses`` processed before ``cutoff``."""
-        return self.delete_batch(cursor, self.table, self.purge_condition(statuses), [cutoff],
+        return self.delete_batch(cursor, self.ops.table, self.purge_condition(statuses), [cutoff],
                                  limit)
 
     def purge_condition(self, statuses: Sequence[int]) -> str:
         """Closed rows older than the bound cutoff; statuses are ints, never user text."""
-        q = self.quote
+        q = self.ops.quote
         codes = ", ".join(str(int(s)) for s in statuses)
-        return f"{q('status')} IN ({codes}) AND {q('processed_at')} < {self.timestamp_placeholder}"
+        return (f"{q('status')} IN ({codes}) "
+                f"AND {q('processed_at')} < {self.ops.timestamp_placeholder}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Dialect
 from .bound import BoundStore
+from .ops import SqlOps
 
 #: A row unseen for this many check-in windows is deleted by the next check-in of any
 #: relay (a relay that was killed does not delete its own).
@@ -21,28 +21,31 @@ FORGET_AFTER_WINDOWS = 10
 class RegistrySql:
     """The registry's statements on one vendor: a part of the outbox's dialect."""
 
-    def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
-        self.table = dialect.name.relay_registry.quoted(dialect.vendor)
-        q = dialect.quote
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
+        self.table = ops.name.relay_registry.quoted(ops.vendor)
+        q = ops.quote
         self.instance, self.relay_id, self.seen_at = q("instance"), q("relay_id"), q("seen_at")
 
     def check_in(self, cursor: Any, instance: str, relay_id: str, live_for_ms: int
                  ) -> list[str]:
         """Stamp ``instance`` seen now (adding it if it is missing, say after a long
         outage got it forgotten), forget rows long unseen, and return the instances
-        seen within ``live_for_ms``, in one order every relay agrees on."""
-        now, later = self.dialect.now_sql, self.dialect.now_plus_sql()
-        cursor.execute(f"UPDATE {self.table} SET {self.seen_at} = {now} "
+        seen within ``live_for_ms`` (:meth:`live`)."""
+        cursor.execute(f"UPDATE {self.table} SET {self.seen_at} = {self.ops.now_sql} "
                        f"WHERE {self.instance} = %s", [instance])
         if cursor.rowcount == 0:
             cursor.execute(f"INSERT INTO {self.table} ({self.instance}, {self.relay_id}) "
                            "VALUES (%s, %s)", [instance, relay_id])
-        cursor.execute(f"DELETE FROM {self.table} WHERE {self.seen_at} < {later}",
-                       [self.dialect.offset_param(-live_for_ms * FORGET_AFTER_WINDOWS)])
+        cursor.execute(f"DELETE FROM {self.table} WHERE {self.seen_at} < {self.ops.now_plus_sql()}",
+                       [self.ops.offset_param(-live_for_ms * FORGET_AFTER_WINDOWS)])
+        return self.live(cursor, live_for_ms)
+
+    def live(self, cursor: Any, live_for_ms: int) -> list[str]:
+        """The instances seen within ``live_for_ms``, in one order every relay agrees on."""
         cursor.execute(f"SELECT {self.instance} FROM {self.table} WHERE {self.seen_at} > "
-                       f"{later} ORDER BY {self.instance}",
-                       [self.dialect.offset_param(-live_for_ms)])
+                       f"{self.ops.now_plus_sql()} ORDER BY {self.instance}",
+                       [self.ops.offset_param(-live_for_ms)])
         return [str(row[0]) for row in cursor.fetchall()]
 
     def leave(self, cursor: Any, instance: str) -> int:
@@ -55,12 +58,17 @@ class RelayRegistry(BoundStore):
 
     def __init__(self, using: str | None = None) -> None:
         super().__init__(using)
-        self.sql = RegistrySql(self.dialect)
+        self.sql = RegistrySql(self.dialect.ops)
 
     def check_in(self, instance: str, relay_id: str, live_for: float) -> list[str]:
         """See :meth:`RegistrySql.check_in`; ``live_for`` in seconds. One transaction."""
         return self._run(lambda cursor: self.sql.check_in(cursor, instance, relay_id,
                                                           round(live_for * 1000)))
+
+    def live(self, live_for: float) -> list[str]:
+        """See :meth:`RegistrySql.live`; ``live_for`` in seconds."""
+        return self._run(lambda cursor: self.sql.live(cursor, round(live_for * 1000)),
+                         atomic=False)
 
     def leave(self, instance: str) -> int:
         """Remove ``instance``: the others take its part at their next check-in."""

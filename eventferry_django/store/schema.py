@@ -8,17 +8,21 @@ defaults, guards and options.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import ClassVar, Protocol
+from collections.abc import Mapping
+from typing import ClassVar
 
+from ..contract import PENDING
 from ..naming import TableName
+from .ops import SqlOps
 from .tables import (
+    BUCKET,
     CLOSED_STATUSES_SQL,
     OPEN_STATUSES_SQL,
     SCHEMA_VERSION,
     Column,
     Index,
     Table,
+    bucket_index,
     closed_rows_index,
     contract_indexes,
     first_release_probe_index,
@@ -28,29 +32,11 @@ from .tables import (
 )
 
 
-class VendorDialect(Protocol):
-    """What the DDL takes from the vendor's dialect."""
-
-    vendor: ClassVar[str]
-    name: TableName
-    table: str
-    native_json: bool
-
-    def quote(self, identifier: str) -> str: ...
-
-    def columns(self, names: Sequence[str]) -> str: ...
-
-
 class SchemaSql:
     """DDL for one outbox (named at construction) and any other table of the contract."""
 
-    def __init__(self, dialect: VendorDialect) -> None:
-        self.vendor = dialect.vendor
-        self.name = dialect.name
-        self.table = dialect.table
-        self.native_json = dialect.native_json
-        self.quote = dialect.quote
-        self.columns = dialect.columns
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
 
     COLUMN_TYPES: ClassVar[Mapping[str, str]]
 
@@ -80,20 +66,20 @@ class SchemaSql:
     # Every DDL method takes the table it renders; left out, that is this dialect's outbox.
     @property
     def outbox(self) -> Table:
-        return outbox_table(self.name, self.indexes())
+        return outbox_table(self.ops.name, self.indexes())
 
     def inbox(self, name: TableName) -> Table:
         """The inbox named ``name`` (with this vendor's default schema filled in)."""
-        return inbox_table(name.for_vendor(self.vendor))
+        return inbox_table(name.for_vendor(self.ops.vendor))
 
     @property
     def registry(self) -> Table:
         """The relay registry beside this outbox (migration 0009)."""
-        return registry_table(self.name.relay_registry)
+        return registry_table(self.ops.name.relay_registry)
 
     def qualified(self, table: Table) -> str:
         """The table's quoted, schema-qualified name."""
-        return table.name.quoted(self.vendor)
+        return table.name.quoted(self.ops.vendor)
 
     def column_type(self, column: Column) -> str:
         return self.COLUMN_TYPES[column.kind]
@@ -103,7 +89,7 @@ class SchemaSql:
         return f" DEFAULT {self.DEFAULTS[column.default]}"
 
     def column_definition(self, table: Table, column: Column) -> str:
-        definition = f"{self.quote(column.name)} {self.column_type(column)}"
+        definition = f"{self.ops.quote(column.name)} {self.column_type(column)}"
         if column.kind != "id":
             definition += " NULL" if column.nullable else " NOT NULL"
         if column.default is not None:
@@ -116,13 +102,13 @@ class SchemaSql:
         raise NotImplementedError
 
     def primary_key(self, table: Table) -> str | None:
-        return (f"CONSTRAINT {self.quote(table.name.primary_key)} "
-                f"PRIMARY KEY ({self.quote('id')})")
+        return (f"CONSTRAINT {self.ops.quote(table.name.primary_key)} "
+                f"PRIMARY KEY ({self.ops.quote('id')})")
 
     def table_constraints(self, table: Table) -> list[str]:
-        q = self.quote
+        q = self.ops.quote
         constraints = [self.primary_key(table)]
-        constraints += [f"CONSTRAINT {q(u.name)} UNIQUE ({self.columns(u.columns)})"
+        constraints += [f"CONSTRAINT {q(u.name)} UNIQUE ({self.ops.columns(u.columns)})"
                         for u in table.uniques]
         for column in table.json_columns:
             expression = self.json_check(column)
@@ -143,13 +129,16 @@ class SchemaSql:
     def index_definition(self, index: Index, table: Table | None = None) -> str:
         table = table or self.outbox
         keys = index.keys if self.supports_include else index.keys + index.include
-        sql = f"{self.quote(index.name)} ON {self.qualified(table)} ({self.columns(keys)})"
+        sql = f"{self.ops.quote(index.name)} ON {self.qualified(table)} ({self.ops.columns(keys)})"
         if self.supports_include and index.include:
-            sql += f" INCLUDE ({self.columns(index.include)})"
+            sql += f" INCLUDE ({self.ops.columns(index.include)})"
         if index.open_rows_only and self.supports_partial_index:
-            sql += f" WHERE {self.quote('status')} IN {OPEN_STATUSES_SQL}"
+            sql += f" WHERE {self.ops.quote('status')} IN {OPEN_STATUSES_SQL}"
         elif index.closed_rows_only and self.supports_partial_index:
-            sql += f" WHERE {self.quote('status')} IN {CLOSED_STATUSES_SQL}"
+            sql += f" WHERE {self.ops.quote('status')} IN {CLOSED_STATUSES_SQL}"
+        elif index.fresh_rows_only and self.supports_partial_index:
+            sql += (f" WHERE {self.ops.quote('status')} = {PENDING} "
+                    f"AND {self.ops.quote('next_retry_at')} IS NULL")
         return sql
 
     def create_statements(self, table: Table | None = None) -> list[str]:
@@ -175,27 +164,52 @@ class SchemaSql:
 
     def drop_index_statements(self, index: Index, table: Table) -> list[str]:
         """Drop ``index`` from ``table`` if it exists."""
-        qualified = TableName(index.name, table.name.schema).quoted(self.vendor)
+        qualified = TableName(index.name, table.name.schema).quoted(self.ops.vendor)
         return [f"DROP INDEX IF EXISTS {qualified}"]
 
     def indexes(self) -> tuple[Index, ...]:
         """The outbox's indexes as migration 0001 builds them (released DDL: frozen)."""
-        return contract_indexes(self.name, partial=self.supports_partial_index)
+        return contract_indexes(self.ops.name, partial=self.supports_partial_index)
 
     def migrated_indexes(self) -> tuple[Index, ...]:
         """The outbox's indexes once every migration has run: 0001's, with 0007's
         closed-rows retention index in place of the unfiltered one where the vendor has
-        filtered indexes."""
+        filtered indexes, and 0010's bucket index where the vendor has one."""
         built = self.indexes()
-        if not self.filtered_retention_index:
-            return built
-        return (*built[:-1], closed_rows_index(self.name))
+        buckets = (self.bucket_index,) if self.indexes_buckets else ()
+        return (*built[:-1], self.retention_index, *buckets)
 
     @property
     def retention_index(self) -> Index:
         """The index purge and the archive's closed-row selections walk, once every
         migration has run."""
-        return self.migrated_indexes()[-1]
+        if self.filtered_retention_index:
+            return closed_rows_index(self.ops.name)
+        return self.indexes()[-1]
+
+    #: Whether migration 0010 indexes the buckets: everywhere relays share the aggregates
+    #: out, so not on SQLite, whose single writer has its relays take turns instead.
+    indexes_buckets: ClassVar[bool] = True
+
+    @property
+    def bucket_index(self) -> Index:
+        """Each bucket's fresh rows in id order (migration 0010)."""
+        return bucket_index(self.ops.name, partial=self.supports_partial_index)
+
+    def bucket_statements(self, *, forwards: bool = True) -> list[str]:
+        """Migration 0010: the outbox's nullable ``bucket`` column, then its index where
+        :attr:`indexes_buckets` (forwards); the other way round backwards. Each step is
+        guarded (but SQLite's column: see :attr:`guards_columns`). A nullable column
+        without a default changes only the catalog; the index is built from the rows
+        already there, and rows written before it keep a null bucket (any relay claims
+        those)."""
+        table = self.outbox
+        index = ([self.bucket_index] if self.indexes_buckets else [])
+        if forwards:
+            return [*self.add_column_statements(BUCKET, table),
+                    *(sql for i in index for sql in self.create_index_statements(i, table))]
+        return [*(sql for i in index for sql in self.drop_index_statements(i, table)),
+                *self.drop_column_statements(BUCKET, table)]
 
     def closed_rows_index_statements(self, *, forwards: bool = True) -> list[str]:
         """Migration 0007: replace the unfiltered retention index ``(status,
@@ -206,7 +220,7 @@ class SchemaSql:
         if not self.filtered_retention_index:
             return []
         table = self.outbox
-        old, new = self.indexes()[-1], closed_rows_index(self.name)
+        old, new = self.indexes()[-1], closed_rows_index(self.ops.name)
         build, drop = (new, old) if forwards else (old, new)
         return self.create_index_statements(build, table) + self.drop_index_statements(
             drop, table)
@@ -219,7 +233,7 @@ class SchemaSql:
         claim always has one to probe."""
         table = self.outbox
         new = table.indexes[0]
-        old = first_release_probe_index(self.name, status_keyed=self.status_keyed_probe)
+        old = first_release_probe_index(self.ops.name, status_keyed=self.status_keyed_probe)
         build, drop = (new, old) if forwards else (old, new)
         return self.create_index_statements(build, table) + self.drop_index_statements(
             drop, table)
@@ -254,7 +268,7 @@ class SchemaSql:
     def drop_column_statements(self, column: Column, table: Table) -> list[str]:
         """Drop ``column`` from ``table`` if it is there."""
         return [f"ALTER TABLE {self.qualified(table)} DROP COLUMN IF EXISTS "
-                f"{self.quote(column.name)}"]
+                f"{self.ops.quote(column.name)}"]
 
     def autovacuum_statements(self, *, forwards: bool = True) -> list[str]:
         """Migration 0006: the outbox's autovacuum tuning on an existing table (forwards)

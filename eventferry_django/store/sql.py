@@ -14,7 +14,7 @@ when the statement runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 Fragment = tuple[str, list[Any]]
 
@@ -33,17 +33,9 @@ LIMIT = Slot("limit")
 HEADS = Slot("heads")
 #: ``MAX_CHAIN``: the most rows of one aggregate in one claim.
 MAX_CHAIN = Slot("max_chain")
-#: How many parts the live relays cut the aggregates into, and this relay's part.
-PARTS = Slot("parts")
-PART = Slot("part")
-
-
-class Partition(NamedTuple):
-    """A relay's share of the aggregates: those whose hash modulo ``parts`` is ``part``
-    (see :mod:`~eventferry_django.relay.membership`)."""
-
-    parts: int
-    part: int
+#: The buckets whose fresh rows the claim reads, and how many rows of each.
+BUCKETS = Slot("buckets")
+WINDOW = Slot("window")
 
 
 def param(value: Any) -> Fragment:
@@ -63,27 +55,28 @@ def bind(params: Sequence[Any], **values: Any) -> list[Any]:
     return [values[p] if isinstance(p, Slot) else p for p in params]
 
 
-def chain_share(max_chain: int, limit: int, heads: int) -> int:
-    """How many rows may follow each of ``heads`` heads in a claim of ``limit`` rows:
-    a fair share of the batch, and never more than ``max_chain`` - 1. A hot aggregate
-    alone gets the whole batch; a hundred deep ones get a slice each, so the claim reads
-    about as many rows as it hands out instead of ``heads * max_chain``.
+def chain_share(max_chain: int, limit: int, heads: int, rank: int) -> int:
+    """How many rows may follow the ``rank``-th (1-based, in id order) of ``heads`` heads
+    in a claim of ``limit`` rows: the rows the heads leave of the batch, dealt out evenly
+    (the older heads take the odd ones), and never more than ``max_chain`` - 1. A hot
+    aggregate alone gets the whole batch; a hundred deep ones get a slice each; and the
+    shares add up to the batch, so a claim reads the rows it hands out.
 
-    The vendors whose claim is one statement compute it in SQL from the heads they
+    The vendors whose claim is one statement compute it in SQL for each head they
     locked: :func:`chain_share_sql` spells this same formula."""
-    return max(0, min(max_chain, -(-limit // max(heads, 1))) - 1)
+    return min(max_chain - 1, (limit - rank) // heads)
 
 
-def chain_share_sql(heads: str, *, least: bool) -> Fragment:
-    """:func:`chain_share` in SQL, ``heads`` being an expression that counts the locked
-    heads: with ``LEAST``/``GREATEST`` (PostgreSQL), or as a ``CASE`` (T-SQL, which has
-    no ``LEAST`` before SQL Server 2022). Parameters: :data:`MAX_CHAIN`, :data:`LIMIT`."""
+def chain_share_sql(rank: str, heads: str, *, least: bool) -> Fragment:
+    """:func:`chain_share` in SQL, ``rank`` and ``heads`` being expressions for the
+    head's rank and the number of heads: with ``LEAST`` (PostgreSQL), or as a ``CASE``
+    (T-SQL, which has no ``LEAST`` before SQL Server 2022). Parameters:
+    :data:`MAX_CHAIN`, :data:`LIMIT`."""
     if least:
-        return compose(f"LEAST({{}}, ({{}} + GREATEST({heads}, 1) - 1) / "
-                       f"GREATEST({heads}, 1)) - 1", param(MAX_CHAIN), param(LIMIT))
-    per_head = f"({{}} + {heads} - 1) / {heads}"
-    return compose(f"CASE WHEN {heads} = 0 THEN 0 WHEN {per_head} < {{}} "
-                   f"THEN {per_head} - 1 ELSE {{}} - 1 END",
+        return compose(f"LEAST({{}} - 1, ({{}} - {rank}) / {heads})",
+                       param(MAX_CHAIN), param(LIMIT))
+    share = f"({{}} - {rank}) / {heads}"
+    return compose(f"CASE WHEN {share} < {{}} - 1 THEN {share} ELSE {{}} - 1 END",
                    param(LIMIT), param(MAX_CHAIN), param(LIMIT), param(MAX_CHAIN))
 
 

@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import Dialect
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
+from .features import Features
+from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import LIMIT, MAX_CHAIN, Fragment, Partition, bind, compose, param
+from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 from .tables import OPEN_STATUSES_SQL, Column, Table
 
 
@@ -24,7 +27,7 @@ class SqliteClosedRows(ClosedRowsSql):
     # Times are text here, written by the relay as strftime('%Y-%m-%d %H:%M:%f') and by
     # the ORM with six decimals or none; comparisons go through one spelling.
     def timestamp_sql(self, column: str, alias: str = "") -> str:
-        qualified = f"{alias}.{self.quote(column)}" if alias else self.quote(column)
+        qualified = f"{alias}.{self.ops.quote(column)}" if alias else self.ops.quote(column)
         return f"strftime('%Y-%m-%d %H:%M:%f', {qualified})"
 
     def timestamp_text_sql(self, column: str) -> str:
@@ -34,14 +37,14 @@ class SqliteClosedRows(ClosedRowsSql):
         return f"'{self.archived_key_text(value)}'"
 
     def purge_archived_sql(self, statuses: Sequence[int]) -> str:
-        q = self.quote
+        q = self.ops.quote
         # With parameters, Django's cursor reads %-signs: strftime's are doubled.
         processed_at = self.timestamp_sql("processed_at", "o").replace("%", "%%")
         # CROSS JOIN fixes the order: each listed id is one primary-key lookup, instead
         # of a scan of the table probing the list.
         return (
-            f"DELETE FROM {self.table} WHERE {q('id')} IN (SELECT o.{q('id')} "
-            f"FROM json_each(%s) AS a CROSS JOIN {self.table} AS o "
+            f"DELETE FROM {self.ops.table} WHERE {q('id')} IN (SELECT o.{q('id')} "
+            f"FROM json_each(%s) AS a CROSS JOIN {self.ops.table} AS o "
             f"ON o.{q('id')} = json_extract(a.value, '$[0]') "
             f"WHERE {processed_at} = json_extract(a.value, '$[1]') "
             f"AND o.{q('status')} IN ({codes(statuses)}))"
@@ -50,6 +53,9 @@ class SqliteClosedRows(ClosedRowsSql):
 
 class SqliteSchema(SchemaSql):
     """The DDL of sqlite's tables."""
+
+    # Relays there take turns, whole claims at a time (one writer): no bucket is read.
+    indexes_buckets = False
 
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "INTEGER NOT NULL",
@@ -74,7 +80,7 @@ class SqliteSchema(SchemaSql):
         if column.kind == "id":
             # AUTOINCREMENT is only allowed on the column itself.
             definition += (
-                f" CONSTRAINT {self.quote(table.name.primary_key)} PRIMARY KEY AUTOINCREMENT"
+                f" CONSTRAINT {self.ops.quote(table.name.primary_key)} PRIMARY KEY AUTOINCREMENT"
             )
         return definition
 
@@ -94,25 +100,18 @@ class SqliteSchema(SchemaSql):
                 f"ADD COLUMN {self.column_definition(table, column)}"]
 
     def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.quote(column.name)}"]
+        return [f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.ops.quote(column.name)}"]
 
     def json_check(self, column: str) -> str:
-        return f"json_valid({self.quote(column)})"
+        return f"json_valid({self.ops.quote(column)})"
 
 
 class SqlitePurge(PurgeSql):
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
 
 
-class SqliteDialect(Dialect):
+class SqliteOps(SqlOps):
     vendor = "sqlite"
-    schema_class = SqliteSchema
-    purge_class = SqlitePurge
-    closed_rows_class = SqliteClosedRows
-
-    # -- DML ---------------------------------------------------------------------------
-    # SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,
-    # so it is correct with several relays, which simply take turns. Run one relay.
     now_sql = "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
 
     def now_plus_sql(self) -> str:
@@ -121,48 +120,62 @@ class SqliteDialect(Dialect):
     def offset_param(self, milliseconds: int) -> Any:
         return f"{milliseconds / 1000:+.3f} seconds"
 
-    def is_transient(self, exc: BaseException) -> bool:
-        # Another connection held the write lock longer than the busy timeout.
-        return "database is locked" in str(exc)
-
-    def select_column(self, column: str) -> str:
+    def select_column(self, column: str, alias: str = "o") -> str:
         # RETURNING takes bare column names; the lease stays the exact stored text so it
         # compares equal when it comes back.
         if column == "claimed_at":
             return f"CAST({self.quote(column)} AS TEXT)"
         return self.quote(column)
 
-    # No hash function in SQL, and one writer: relays there take turns, whole claims at
-    # a time, and do not share the aggregates out.
-    partitions_aggregates = False
+    def is_transient(self, exc: BaseException) -> bool:
+        # Another connection held the write lock longer than the busy timeout.
+        return "database is locked" in str(exc)
 
-    def claim(self, cursor: Any, limit: int, lease_timeout_ms: int, max_chain: int = 1,
-              heads: int | None = None, partition: Partition | None = None,
-              expired_leases: bool = True) -> list[tuple[Any, ...]]:
-        # ``heads`` exists to keep a scan for heads short on a deep backlog; this claim
-        # ranks every open row whatever it asks for (one writer, one relay), so capping
-        # the heads would only hand out fewer rows for the same reading, and leaving
-        # ``expired_leases`` out would save none. ``partition`` never comes (see
-        # ``partitions_aggregates``).
-        q = self.quote
-        if max_chain > 1:
-            sql, params = self.statement("chain_claim", lambda: self.update_claimed_sql(
-                compose(f"SELECT r.{q('id')} FROM ({{}}) AS r WHERE r.position <= {{}} "
-                        f"AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT {{}}",
-                        self.ranked_open_rows_sql(), param(MAX_CHAIN), param(LIMIT))))
-        else:
-            sql, params = self.statement("claim", lambda: self.update_claimed_sql(
-                compose(f"SELECT c.{q('id')} FROM {self.table} AS c WHERE {{}} "
-                        f"ORDER BY c.{q('id')} LIMIT {{}}",
-                        self.claimable_sql("c"), param(LIMIT))))
-        cursor.execute(sql, bind(params, lease_offset=self.offset_param(-lease_timeout_ms),
-                                 max_chain=max_chain, limit=limit))
+
+class SqliteFeatures(Features):
+    # One writer: relays there take turns, whole claims at a time, and do not share the
+    # aggregates out.
+    shares_aggregates = False
+
+
+class SqliteClaim(ClaimSql):
+    """SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,
+    so it is correct with several relays, which simply take turns. Run one relay.
+
+    ``heads`` exists to keep a scan for heads short on a deep backlog, and buckets to
+    share one out; this claim ranks every open row (one writer, one relay), so capping
+    the heads would only hand out fewer rows for the same reading, and leaving expired
+    leases out would save none: it reads neither."""
+
+    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
+        sql, params = self.chain_claim_sql() if request.max_chain > 1 else self.claim_sql()
+        cursor.execute(sql, bind(params, **self.slots(request)))
         return sorted(cursor.fetchall(), key=lambda row: row[0])
+
+    def statements(self) -> dict[str, Fragment]:
+        return {"claim": self.claim_sql(), "chain_claim": self.chain_claim_sql()}
+
+    def claim_sql(self) -> Fragment:
+        """Heads only (``MAX_CHAIN`` 1): the first :data:`~.sql.LIMIT` claimable heads."""
+        q = self.ops.quote
+        return self.ops.statement("claim", lambda: self.update_claimed_sql(compose(
+            f"SELECT c.{q('id')} FROM {self.ops.table} AS c WHERE {{}} AND {{}} "
+            f"ORDER BY c.{q('id')} LIMIT {{}}",
+            self.claimable_status_sql("c"), self.head_of_aggregate_sql("c"), param(LIMIT))))
+
+    def chain_claim_sql(self) -> Fragment:
+        """With chains: the first :data:`~.sql.LIMIT` rows within ``MAX_CHAIN`` of their
+        aggregate's head and unbroken (see :meth:`ranked_open_rows_sql`)."""
+        q = self.ops.quote
+        return self.ops.statement("chain_claim", lambda: self.update_claimed_sql(compose(
+            f"SELECT r.{q('id')} FROM ({{}}) AS r WHERE r.position <= {{}} "
+            f"AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT {{}}",
+            self.ranked_open_rows_sql(), param(MAX_CHAIN), param(LIMIT))))
 
     def update_claimed_sql(self, picked: Fragment) -> Fragment:
         """Claim the rows whose ids ``picked`` selects, returning them."""
-        q = self.quote
-        return compose(f"UPDATE {self.table} AS o SET {self.claim_set_sql('o')} "
+        q = self.ops.quote
+        return compose(f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')} "
                        f"WHERE o.{q('id')} IN ({{}}) RETURNING {self.returned_columns()}",
                        picked)
 
@@ -172,9 +185,19 @@ class SqliteDialect(Dialect):
         writer at a time no competitor can hold a row mid-claim, so the contract's chain
         is exactly "position within MAX_CHAIN and unbroken". Reads every open row, in the
         open-rows index's order: fine for SQLite's single relay."""
-        q = self.quote
+        q = self.ops.quote
         window = f"PARTITION BY c.{q('aggregate_id')} ORDER BY c.{q('id')}"
         return compose(f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
-                       f"{{}} AS unbroken FROM {self.table} AS c "
+                       f"{{}} AS unbroken FROM {self.ops.table} AS c "
                        f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}",
                        self.unbroken_sql("c", window))
+
+
+class SqliteDialect(Dialect):
+    vendor = "sqlite"
+    ops_class = SqliteOps
+    claim_class = SqliteClaim
+    features_class = SqliteFeatures
+    schema_class = SqliteSchema
+    purge_class = SqlitePurge
+    closed_rows_class = SqliteClosedRows

@@ -4,26 +4,16 @@ PostgreSQL's relay looks after them; elsewhere both questions answer None."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
-from ..naming import TableName
-
-
-class StatisticsDialect(Protocol):
-    """What the statistics SQL takes from the vendor's dialect."""
-
-    vendor: ClassVar[str]
-    name: TableName
-    table: str
+from .ops import SqlOps
 
 
 class StatisticsSql:
     """No statistics to look after: the vendor's own (or none) serve the claim."""
 
-    def __init__(self, dialect: StatisticsDialect) -> None:
-        self.vendor = dialect.vendor
-        self.name = dialect.name
-        self.table = dialect.table
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
 
     def believed_open_rows_sql(self) -> tuple[str, list[Any]] | None:
         """How many open rows the planner believes the outbox holds, as SQL and its

@@ -48,8 +48,15 @@ JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
 #: is migration 0001's table as released.
 SCHEMA_VERSION = Column("schema_version", "text255", nullable=True)
 
+#: The aggregate's bucket (:func:`~eventferry_django.contract.bucket_of`), added by
+#: migration 0010 and written by ``publish_event()``: relays share the aggregates out by
+#: bucket, each claiming fresh rows of its own buckets through :func:`bucket_index`.
+#: Nullable: rows written before it, or by a writer that leaves it out, have none, and
+#: every relay claims those.
+BUCKET = Column("bucket", "tinyint", nullable=True, inserted=True)
+
 #: The outbox's columns once every migration has run.
-MIGRATED_COLUMNS: tuple[Column, ...] = (*COLUMNS, SCHEMA_VERSION)
+MIGRATED_COLUMNS: tuple[Column, ...] = (*COLUMNS, SCHEMA_VERSION, BUCKET)
 
 #: The consumers' inbox: one row per (consumer, message id) handled. The clustered key is
 #: an ascending id, not the random message ids, so inserts append instead of splitting
@@ -74,8 +81,11 @@ REGISTRY_COLUMNS: tuple[Column, ...] = (
     Column("seen_at", "timestamp", default="now"),
 )
 
+#: An event's own columns, as its producer gave them: what a claim hands out of them.
+EVENT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
+
 #: Columns publish_event() writes, in the table's order; the rest take their defaults.
-INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
+INSERT_COLUMNS: tuple[str, ...] = (*EVENT_COLUMNS, BUCKET.name)
 
 #: What publish_event() writes besides, for events given a schema version (so rows
 #: without one keep the INSERT of the release before 0008).
@@ -84,7 +94,7 @@ VERSIONED_INSERT_COLUMNS: tuple[str, ...] = (*INSERT_COLUMNS, SCHEMA_VERSION.nam
 #: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
 #: ``created_at`` and ``schema_version`` follow it (CloudEvents' ``time``, the payload's
 #: version), so the first eleven stay where the claim of the release before put them.
-CLAIM_COLUMNS: tuple[str, ...] = ("id", *INSERT_COLUMNS, "attempts", "claimed_at",
+CLAIM_COLUMNS: tuple[str, ...] = ("id", *EVENT_COLUMNS, "attempts", "claimed_at",
                                   "created_at", SCHEMA_VERSION.name)
 
 
@@ -106,6 +116,9 @@ class Index:
     #: Filtered on the closed statuses (done, dead), where the vendor has filtered
     #: indexes; exclusive with ``open_rows_only``.
     closed_rows_only: bool = False
+    #: Filtered on fresh rows (pending, never tried nor scheduled), where the vendor has
+    #: filtered indexes; exclusive with the other two.
+    fresh_rows_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,6 +218,19 @@ def closed_rows_index(name: TableName) -> Index:
     unfiltered index served the claim's open-status scans and probes after a restart
     left the statistics stale, 6-13 s a claim)."""
     return Index(name.closed_index, ("status", "processed_at"), closed_rows_only=True)
+
+
+def bucket_index(name: TableName, *, partial: bool = True) -> Index:
+    """The index of migration 0010: each bucket's fresh rows in id order, with their
+    aggregates. A relay's claim reads the first few of each bucket it owns, so it reads
+    only rows it may take, however deep the backlog behind them. Without filtered
+    indexes (MariaDB/MySQL), ``status`` follows the bucket in the key, so the seek lands
+    on the pending rows, and the included columns become trailing key columns."""
+    if partial:
+        return Index(name.bucket_index, ("bucket", "id"), include=("aggregate_id",),
+                     fresh_rows_only=True)
+    return Index(name.bucket_index, ("bucket", "status", "id"),
+                 include=("next_retry_at", "aggregate_id"))
 
 
 def outbox_table(name: TableName, indexes: tuple[Index, ...]) -> Table:

@@ -136,3 +136,23 @@ END;
 -- 0009_relay_registry backwards
 DROP TABLE IF EXISTS [messaging].[events_relays];
 
+-- 0010_claim_buckets forwards
+IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE name = N'bucket' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+BEGIN
+    ALTER TABLE [messaging].[events] ADD [bucket] TINYINT NULL;
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_bucket_fresh' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_events_bucket_fresh] ON [messaging].[events] ([bucket], [id]) INCLUDE ([aggregate_id]) WHERE [status] = 0 AND [next_retry_at] IS NULL;
+END;
+
+-- 0010_claim_buckets backwards
+IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_bucket_fresh' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+BEGIN
+    DROP INDEX [IX_events_bucket_fresh] ON [messaging].[events];
+END;
+IF EXISTS (SELECT 1 FROM sys.columns WHERE name = N'bucket' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+BEGIN
+    ALTER TABLE [messaging].[events] DROP COLUMN [bucket];
+END;
+

@@ -1,1 +1,1 @@
-INSERT INTO `outbox` (`message_id`, `topic`, `aggregate_type`, `aggregate_id`, `partition_key`, `payload`, `headers`, `trace_id`) VALUES (%s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s);
+INSERT INTO `outbox` (`message_id`, `topic`, `aggregate_type`, `aggregate_id`, `partition_key`, `payload`, `headers`, `trace_id`, `bucket`) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s, %s);

@@ -113,3 +113,23 @@ CREATE TABLE IF NOT EXISTS `messaging`.`events_relays` (
 -- 0009_relay_registry backwards
 DROP TABLE IF EXISTS `messaging`.`events_relays`;
 
+-- 0010_claim_buckets forwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE `messaging`.`events` ADD COLUMN `bucket` TINYINT UNSIGNED NULL', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'bucket');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_bucket_fresh` ON `messaging`.`events` (`bucket`, `status`, `id`, `next_retry_at`, `aggregate_id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_bucket_fresh');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+
+-- 0010_claim_buckets backwards
+SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_bucket_fresh` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_bucket_fresh');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'ALTER TABLE `messaging`.`events` DROP COLUMN `bucket`', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'bucket');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+

@@ -83,3 +83,11 @@ CREATE TABLE IF NOT EXISTS "messaging"."events_relays" (
 -- 0009_relay_registry backwards
 DROP TABLE IF EXISTS "messaging"."events_relays";
 
+-- 0010_claim_buckets forwards
+ALTER TABLE "messaging"."events" ADD COLUMN IF NOT EXISTS "bucket" SMALLINT NULL;
+CREATE INDEX IF NOT EXISTS "IX_events_bucket_fresh" ON "messaging"."events" ("bucket", "id") INCLUDE ("aggregate_id") WHERE "status" = 0 AND "next_retry_at" IS NULL;
+
+-- 0010_claim_buckets backwards
+DROP INDEX IF EXISTS "messaging"."IX_events_bucket_fresh";
+ALTER TABLE "messaging"."events" DROP COLUMN IF EXISTS "bucket";
+

@@ -80,3 +80,9 @@ CREATE TABLE IF NOT EXISTS "events_relays" (
 -- 0009_relay_registry backwards
 DROP TABLE IF EXISTS "events_relays";
 
+-- 0010_claim_buckets forwards
+ALTER TABLE "events" ADD COLUMN "bucket" SMALLINT NULL;
+
+-- 0010_claim_buckets backwards
+ALTER TABLE "events" DROP COLUMN "bucket";
+

@@ -55,6 +55,10 @@ class Command(EventferryCommand):
         parser.add_argument("--schema-version", action="store_true",
                             help="Print migration 0008's DDL (the outbox's nullable "
                             "schema_version column added) instead.")
+        parser.add_argument("--claim-buckets", action="store_true",
+                            help="Print migration 0010's DDL (the outbox's nullable bucket "
+                            "column and the index of each bucket's fresh rows, by which "
+                            "relays share the work) instead.")
         parser.add_argument("--autovacuum", action="store_true",
                             help="PostgreSQL: print migration 0006's DDL (an existing "
                             "outbox's autovacuum tuning as a queue table) instead.")
@@ -82,7 +86,7 @@ class Command(EventferryCommand):
             raise CommandError("--inbox and --relay-registry print different tables; pick one.")
         if options["relay_registry"] and any(options[flag] for flag in (
                 "open_rows_index", "closed_rows_index", "autovacuum", "schema_version",
-                "optimize_sequential_key")):
+                "claim_buckets", "optimize_sequential_key")):
             raise CommandError("--relay-registry prints the registry's table; the index and "
                                "tuning options concern the outbox.")
         try:
@@ -107,7 +111,8 @@ class Command(EventferryCommand):
             if options["closed_rows_index"] and not statements:
                 self.stderr.write(f"Migration 0007 does nothing on {vendor}: its "
                                   "retention index stays unfiltered (docs/claim-plans.md).")
-            if options["schema_version"] and not dialect.schema.guards_columns:
+            if ((options["schema_version"] or options["claim_buckets"])
+                    and not dialect.schema.guards_columns):
                 self.stderr.write(f"{vendor} cannot guard this ALTER TABLE: run it only "
                                   "where the column is missing (migrate checks first).")
         for statement in statements:
@@ -120,7 +125,8 @@ class Command(EventferryCommand):
         swaps = {"open_rows_index": "0005_open_rows_index",
                  "closed_rows_index": "0007_closed_rows_index",
                  "autovacuum": "0006_outbox_autovacuum",
-                 "schema_version": "0008_schema_version"}
+                 "schema_version": "0008_schema_version",
+                 "claim_buckets": "0010_claim_buckets"}
         for option, migration in swaps.items():
             if options[option]:
                 flag = "--" + option.replace("_", "-")

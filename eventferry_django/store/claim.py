@@ -1,0 +1,226 @@
+"""The claim: one short transaction that hands a relay up to ``rows`` claimable rows,
+each the head of its aggregate or chained behind one (see the store contract). A part of
+the vendor's dialect (``dialect.claim``) that takes a :class:`ClaimRequest` whole; each
+vendor module subclasses :class:`ClaimSql` with the statements it sends, and what each
+vendor sends is committed, readable, in ``store/claims/<vendor>.sql``, which
+``tests/test_claim_sql.py`` keeps equal to the code.
+
+**Fresh rows.** Pending rows never tried are the bulk of every backlog, and a claim reads
+a bounded window of them, never the whole backlog, however deep it is:
+
+- *oldest first* (a relay alone, or helping the others): the first
+  :attr:`ClaimRequest.window` fresh rows in id order, read from the claim index, the
+  heads among them taken oldest first;
+- *bucket by bucket* (a relay's own share of the buckets, see
+  :mod:`~eventferry_django.relay.membership`): each row carries its aggregate's bucket
+  (migration 0010), and of each bucket asked for the claim reads its first
+  :attr:`ClaimRequest.window` fresh rows from the bucket index, probes the first row of
+  each aggregate among them as a head, and keeps the oldest heads. So a relay reads
+  rows of its own buckets only, and only the front of each. Rows with no bucket (written
+  before migration 0010, or by a writer that leaves it out) are one more window that
+  every such claim reads, as wide as the heads it asks for.
+
+Either way an aggregate whose front rows wait behind a row in flight is passed over
+until that row settles: its rows are then the oldest of their window, and come first.
+Read oldest first, a few busy aggregates whose backlog fills the whole window hold the
+younger rows of the others back until that backlog is done, as a queue does; bucket by
+bucket, only those of their own bucket.
+
+**Overdue rows.** Due retries, scheduled rows whose time has come and rows whose lease
+expired (their relay died) are few and anyone's, found apart in the claim index. Looking
+for expired leases reads every claimed row's index entry, so a relay asks for them only
+now and then (``expired_leases``; see :mod:`~eventferry_django.relay.planner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..contract import BUCKETS, CLAIMED, FAILED, MAX_BATCH, PENDING
+from ..exceptions import EventferryError
+from .ops import SqlOps
+from .sql import LEASE_OFFSET, WINDOW, Fragment, compose, param
+from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
+
+#: Every bucket, in order.
+ALL_BUCKETS: tuple[int, ...] = tuple(range(BUCKETS))
+
+#: How many fresh rows a claim reads for each head it may hand out (spread evenly over
+#: the buckets it reads, bucket by bucket). Two: an aggregate in flight costs the window
+#: its rows, and its front rows are no heads.
+WINDOW_SPREAD = 2
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
+    aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
+    it, leased for ``lease_timeout`` seconds. Fresh rows are read oldest first, or with
+    ``buckets`` bucket by bucket from those buckets only (see the module's docstring);
+    without ``expired_leases``, rows whose lease expired may be left for a later
+    claim."""
+
+    rows: int
+    lease_timeout: float
+    heads: int | None = None
+    max_chain: int = 1
+    buckets: tuple[int, ...] | None = None
+    expired_leases: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rows <= MAX_BATCH:
+            raise EventferryError(f"claim limit must be 1..{MAX_BATCH:,}, got {self.rows!r}.")
+        if self.buckets is not None and (
+                not self.buckets or not set(self.buckets) <= set(ALL_BUCKETS)):
+            raise EventferryError(f"a claim reads one or more buckets of 0..{BUCKETS - 1}, "
+                                  f"got {self.buckets!r}.")
+
+    @property
+    def lease_timeout_ms(self) -> int:
+        return round(self.lease_timeout * 1000)
+
+    @property
+    def most_heads(self) -> int:
+        """The aggregates the claim may take: ``heads``, never more than its rows."""
+        return min(self.rows, self.heads or self.rows)
+
+    @property
+    def window(self) -> int:
+        """The fresh rows read: of each bucket, or in all (see the module's
+        docstring)."""
+        reads = WINDOW_SPREAD * self.most_heads
+        return reads if self.buckets is None else max(1, -(-reads // len(self.buckets)))
+
+
+class ClaimSql:
+    """The claim on one vendor: :meth:`run` takes a request whole and returns the claimed
+    rows in :data:`~.tables.CLAIM_COLUMNS` order, lowest id first. This base holds the
+    predicates every vendor's statements share; its slots (:mod:`.sql`) are filled from
+    the request by :meth:`slots`, the same for every vendor."""
+
+    #: Whether SET targets may carry the table alias (T-SQL yes, PostgreSQL no).
+    qualify_set_columns: ClassVar[bool] = False
+    #: Table hint on the head-of-aggregate probe (SQL Server only).
+    probe_hint: ClassVar[str] = ""
+
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
+
+    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def statements(self) -> dict[str, Fragment]:
+        """The statements :meth:`run` sends, by name, as committed in
+        ``store/claims/<vendor>.sql`` (a statement built per request shows its shape for
+        one bucket or head, as its docstring says)."""
+        raise NotImplementedError
+
+    def slots(self, request: ClaimRequest) -> dict[str, Any]:
+        """The value of every slot of the claim's statements for ``request``."""
+        return {"limit": request.rows, "heads": request.most_heads,
+                "max_chain": request.max_chain, "window": request.window,
+                "buckets": self.buckets_param(request.buckets or ()),
+                "lease_offset": self.ops.offset_param(-request.lease_timeout_ms)}
+
+    def buckets_param(self, buckets: Sequence[int]) -> Any:
+        """``buckets`` as the :data:`~.sql.BUCKETS` slot binds them."""
+        return list(buckets)
+
+    def oldest_sql(self, alias: str = "f") -> Fragment:
+        """The first :data:`~.sql.WINDOW` fresh rows in id order, ids and aggregates,
+        read from the claim index (in its own order, which for fresh rows is id
+        order): the window of a claim read oldest first."""
+        q = self.ops.quote
+        order = ", ".join(f"{alias}.{q(c)}" for c in self.oldest_order)
+        return compose(
+            f"SELECT {alias}.{q('id')}, {alias}.{q('aggregate_id')} FROM {self.ops.table} "
+            f"AS {alias} WHERE {{}} ORDER BY {order} LIMIT {{}}",
+            self.fresh_sql(alias), param(WINDOW))
+
+    #: The order a claim read oldest first reads its window in: the claim index's own,
+    #: which for fresh rows (one status, no retry time) is id order.
+    oldest_order: ClassVar[tuple[str, ...]] = ("status", "next_retry_at", "id")
+
+    # -- the predicates ------------------------------------------------------------------
+    def _state_columns(self, alias: str) -> tuple[str, str, str]:
+        q = self.ops.quote
+        return (f"{alias}.{q('status')}", f"{alias}.{q('next_retry_at')}",
+                f"{alias}.{q('claimed_at')}")
+
+    def fresh_sql(self, alias: str = "c") -> Fragment:
+        """Pending rows never tried nor scheduled: the bulk of every claim, and what the
+        bucket index holds."""
+        status, retry_at, _ = self._state_columns(alias)
+        return f"{status} = {PENDING} AND {retry_at} IS NULL", []
+
+    def overdue_sql(self, alias: str = "c", expired_leases: bool = True) -> Fragment:
+        """Rows whose time has come (:meth:`due_sql`), and with ``expired_leases`` rows
+        whose lease expired (:meth:`expired_sql`)."""
+        if not expired_leases:
+            return compose("({})", self.due_sql(alias))
+        return compose("({} OR {})", self.due_sql(alias), self.expired_sql(alias))
+
+    def due_sql(self, alias: str = "c") -> Fragment:
+        """Failed rows whose retry time has come, and scheduled rows whose delivery time
+        has."""
+        status, retry_at, _ = self._state_columns(alias)
+        now = self.ops.now_sql
+        return (f"({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
+                f"OR ({status} = {PENDING} AND {retry_at} <= {now})"), []
+
+    def expired_sql(self, alias: str = "c") -> Fragment:
+        """Rows whose lease expired (their relay died): claimed before
+        :data:`~.sql.LEASE_OFFSET` (a negative offset from now).
+
+        A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
+        relay has renewed it (see :meth:`.SettlementSql.renew`), until ``next_retry_at``:
+        the time another relay may retry it if this one falls silent."""
+        status, retry_at, claimed_at = self._state_columns(alias)
+        now = self.ops.now_sql
+        return compose(f"({status} = {CLAIMED} AND {claimed_at} < {{}} "
+                       f"AND ({retry_at} IS NULL OR {retry_at} <= {now}))",
+                       self.ops.now_plus(LEASE_OFFSET))
+
+    def claimable_status_sql(self, alias: str = "c") -> Fragment:
+        """The row's own state lets it be claimed (whatever precedes it)."""
+        return compose("(({}) OR {})", self.fresh_sql(alias), self.overdue_sql(alias))
+
+    def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
+        """No earlier row of the same aggregate is open (pending, claimed or failed)."""
+        q = self.ops.quote
+        return (
+            f"NOT EXISTS (SELECT 1 FROM {self.ops.table} e{self.probe_hint} "
+            f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
+            f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
+        ), []
+
+    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
+        """The first ``count`` fresh rows of a bucket in id order, their ids and
+        aggregates (from the bucket index): ``bucket`` completes the condition on the
+        bucket column (``= b.bucket``, ``IS NULL``)."""
+        q = self.ops.quote
+        return compose(
+            f"SELECT f.{q('id')}, f.{q('aggregate_id')} FROM {self.ops.table} AS f "
+            f"WHERE f.{q('bucket')} {{}} AND {{}} ORDER BY f.{q('id')} LIMIT {{}}",
+            bucket, self.fresh_sql("f"), count)
+
+    def unbroken_sql(self, alias: str, window: str) -> Fragment:
+        """1 while every row of ``window`` up to this one is claimable by its own state,
+        0 from the first that is not: a chain stops there."""
+        return compose(f"MIN(CASE WHEN {{}} THEN 1 ELSE 0 END) OVER ({window})",
+                       self.claimable_status_sql(alias))
+
+    def claim_set_sql(self, alias: str = "o") -> str:
+        """SET clause of a claim; an expired lease taken back counts as an attempt."""
+        q = self.ops.quote
+        prefix = f"{alias}." if self.qualify_set_columns else ""
+        return (
+            f"{prefix}{q('attempts')} = {alias}.{q('attempts')} "
+            f"+ CASE WHEN {alias}.{q('status')} = {CLAIMED} THEN 1 ELSE 0 END, "
+            f"{prefix}{q('status')} = {CLAIMED}, {prefix}{q('claimed_at')} = {self.ops.now_sql}"
+        )
+
+    def returned_columns(self, alias: str = "o") -> str:
+        return ", ".join(self.ops.select_column(c, alias) for c in CLAIM_COLUMNS)

@@ -1,0 +1,263 @@
+"""Each vendor's claim, as committed in ``eventferry_django/store/claims/<vendor>.sql``:
+the file holds the statements the claim sends, named, and these tests keep it equal to
+the code and to what the code sends. ``EVENTFERRY_UPDATE_GOLDEN=1 pytest
+tests/test_claim_sql.py`` rewrites the files after a change to the claim: review the diff.
+
+These run without any database; the T-SQL is parsed by sqlglot besides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from eventferry_django.naming import TableName
+from eventferry_django.store import VENDORS, dialect_for
+from eventferry_django.store.claim import ALL_BUCKETS, ClaimRequest
+from eventferry_django.store.microsoft import MicrosoftDialect
+from eventferry_django.store.sql import Fragment, Slot
+
+CLASSES = {"postgresql": "PostgresqlClaim", "mysql": "MysqlClaim",
+           "microsoft": "MicrosoftClaim", "sqlite": "SqliteClaim"}
+
+
+def committed(vendor: str) -> Path:
+    return Path(str(resources.files("eventferry_django.store").joinpath(
+        "claims", f"{vendor}.sql")))
+
+
+def named(sql: str, params: list[Any]) -> str:
+    """``sql`` with each placeholder showing the slot (or value) it is bound to."""
+    values = iter(params)
+    return re.sub(r"(?<!%)%s", lambda _: f"%({value})s" if isinstance(
+        value := next(values), Slot) else f"%({value!r})s", sql)
+
+
+def claim_file(vendor: str) -> str:
+    """The committed file's text for ``vendor``: a header, then each statement under
+    ``-- name:``."""
+    statements = dialect_for(vendor, TableName("outbox")).claim.statements()
+    header = (
+        f"-- The claim on {vendor}, statement by statement, for the outbox named \"outbox\":\n"
+        f"-- what eventferry_django/store/{'microsoft' if vendor == 'microsoft' else vendor}"
+        f".py ({CLASSES[vendor]}) sends. Each\n"
+        "-- %(name)s is a value bound by name (see eventferry_django/store/claim.py).\n"
+        "-- Written by the code and kept equal to it by tests/test_claim_sql.py: never\n"
+        "-- edit it; after a change to the claim run\n"
+        "-- EVENTFERRY_UPDATE_GOLDEN=1 pytest tests/test_claim_sql.py, and review the diff.\n"
+    )
+    blocks = [f"-- name: {name}\n{named(sql, params).rstrip(';')};\n"
+              for name, (sql, params) in statements.items()]
+    return header + "\n" + "\n".join(blocks)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_committed_claim_is_the_codes(vendor: str) -> None:
+    path, text = committed(vendor), claim_file(vendor)
+    if os.environ.get("EVENTFERRY_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, (
+        f"{path} differs from the code; review, then rewrite it (see the module docstring)")
+
+
+class SentCursor:
+    """Records what a claim sends; its reads answer as a database holding one candidate
+    head ``1`` of aggregate ``a``, with one row ``2`` behind it, would."""
+
+    rowcount = 0
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, list[Any]]] = []
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        self.sent.append((sql, list(params or [])))
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        sql = self.sent[-1][0]
+        if "THEN 1 ELSE 0 END FROM" in sql:
+            return [(2, "a", 1)]  # MariaDB's chain read: id, aggregate, claimable
+        if "NOT e." in sql:
+            return [(1,)]  # MariaDB's second look at the heads
+        if "c.`next_retry_at` <=" in sql or "c.`claimed_at` <" in sql:
+            return []  # no overdue head
+        return [(1, "a")]
+
+
+def one_id_each(sql: str, values: list[Any]) -> tuple[str, list[Any]]:
+    """A statement sent with a list of ids (MariaDB's ``IN (%s, %s, ...)``) as committed:
+    with one id, and the values of the others left out."""
+    text, kept, rest = [], [], iter(values)
+    for piece in re.split(r"(IN \((?:%s, )*%s\)|(?<!%)%s)", sql):
+        if piece.startswith("IN (") or piece == "%s":
+            kept.append(next(rest))
+            for _ in range(piece.count("%s") - 1):
+                next(rest)
+            piece = "IN (%s)" if piece.startswith("IN (") else piece
+        text.append(piece)
+    return "".join(text), kept
+
+
+#: Requests that, between them, send every statement of every vendor's claim.
+REQUESTS = [
+    ClaimRequest(500, 60, max_chain=2),
+    ClaimRequest(500, 60, max_chain=2, expired_leases=False),
+    ClaimRequest(500, 60, max_chain=2, buckets=(7,)),
+    ClaimRequest(500, 60, max_chain=2, buckets=(7,), expired_leases=False),
+    ClaimRequest(500, 60, max_chain=1),
+]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_claim_sends_the_committed_statements_and_each_of_them(vendor: str) -> None:
+    """Every statement a claim sends is one of those committed, the request's values bound
+    where its slots say; and each committed statement is sent by some request."""
+    claim = dialect_for(vendor, TableName("outbox")).claim
+    statements = claim.statements()
+    by_sql = {sql: (name, params) for name, (sql, params) in statements.items()}
+    used = set()
+    for request in REQUESTS:
+        cursor = SentCursor()
+        claim.run(cursor, request)
+        slots = claim.slots(request)
+        for sent in cursor.sent:
+            sql, values = one_id_each(*sent)
+            assert sql in by_sql, f"{vendor} sent a statement not committed:\n{sql}"
+            name, params = by_sql[sql]
+            used.add(name)
+            assert len(values) == len(params), (vendor, name)
+            for value, slot in zip(values, params, strict=True):
+                # The request's own slots; a candidate's, a head's or a bucket's vary.
+                if isinstance(slot, Slot) and slot in slots:
+                    assert value == slots[slot], (vendor, name, slot)
+    assert used == set(statements), f"never sent: {set(statements) - used}"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_claim_binds_the_requests_own_values(vendor: str) -> None:
+    """No vendor clamps or reads the request by itself: the slots are the request's."""
+    request = ClaimRequest(300, 30, heads=50, max_chain=4, buckets=(1, 2, 3))
+    slots = dialect_for(vendor, TableName("outbox")).claim.slots(request)
+    assert (slots["limit"], slots["heads"], slots["max_chain"]) == (300, 50, 4)
+    assert slots["window"] == -(-2 * 50 // 3)
+    assert ClaimRequest(10, 30, heads=50).most_heads == 10
+
+
+def test_a_claim_read_oldest_first_reads_twice_its_heads() -> None:
+    assert ClaimRequest(500, 60).window == 1000
+    assert ClaimRequest(500, 60, buckets=ALL_BUCKETS).window == 4
+    assert ClaimRequest(500, 60, buckets=(1,)).window == 1000
+
+
+# -- SQL Server's batch, parsed ----------------------------------------------------------------
+def as_tsql_parameters(sql: str) -> str:
+    """pyodbc sends ? markers; sqlglot reads T-SQL variables, so number them @p1, @p2..."""
+    parts = sql.split("%s")
+    return "".join(f"{part}@p{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+
+
+def parse_one(sql: str) -> exp.Expression:
+    parsed = sqlglot.parse(sql, read="tsql")
+    assert len(parsed) == 1 and parsed[0] is not None
+    tree = parsed[0]
+    # sqlglot falls back to an opaque Command for text it cannot parse: that is a failure.
+    commands = [n.sql() for n in tree.walk() if isinstance(n, exp.Command)]
+    assert not commands, f"sqlglot could not parse: {commands}"
+    return tree
+
+
+def tsql_claim() -> Any:
+    return MicrosoftDialect(TableName("outbox", "messaging")).claim
+
+
+@pytest.mark.parametrize("by_bucket", [False, True])
+def test_tsql_claim_batch_parts_parse_and_hold_the_contract(by_bucket: bool) -> None:
+    claim = tsql_claim()
+    batch, params = claim.claim_sql(by_bucket)
+    parts: list[Fragment] = [claim.claim_candidates_sql(by_bucket), claim.claim_heads_sql(),
+                             claim.claim_count_sql(), claim.claim_chains_sql()]
+    for sql, _ in parts:
+        assert sql in batch
+        parse_one(as_tsql_parameters(sql))
+    for declared in claim.claim_declare_sql().split(";\n"):
+        parse_one(declared)
+    # The frame sqlglot cannot parse (TRY/CATCH) is pinned by the committed file instead.
+    for line in ("SET NOCOUNT ON;", "SET XACT_ABORT ON;", "BEGIN TRY", "BEGIN TRANSACTION;",
+                 "COMMIT TRANSACTION;", "BEGIN CATCH", "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;",
+                 "THROW;", "END CATCH;"):
+        assert line in batch
+    assert batch.count("%s") == len(params)
+    assert "SYSUTCDATETIME()" in batch and "GETDATE" not in batch
+    assert "ISOLATION LEVEL" not in batch
+
+
+def test_tsql_claim_never_lets_a_later_row_out_first() -> None:
+    claim = tsql_claim()
+    (candidates, _), (heads, _), (chains, _) = (
+        claim.claim_candidates_sql(True), claim.claim_heads_sql(), claim.claim_chains_sql())
+    # The candidates are read unlocked, rows other claims hold skipped.
+    assert "UPDLOCK" not in candidates
+    assert candidates.count("WITH (READCOMMITTEDLOCK, READPAST)") == 3  # 2 windows, overdue
+    # The heads: READPAST and UPDLOCK on the read, never on the head probe.
+    read, probe = heads.split("NOT EXISTS", 1)
+    assert "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)" in read
+    assert "WITH (READCOMMITTEDLOCK)" in probe and "READPAST" not in probe
+    heads_tree = parse_one(as_tsql_parameters(heads))
+    assert isinstance(heads_tree, exp.Insert) and "@heads" in heads_tree.sql("tsql")
+    # The chain walk: no READPAST (a skipped locked row would let a later one out first),
+    # and it stops at the first row not claimable by its own state.
+    chains_tree = parse_one(as_tsql_parameters(chains))
+    assert isinstance(chains_tree, exp.Update) and "INTO @claimed" in chains_tree.sql("tsql")
+    assert "WITH" not in chains.split("UPDATE", 1)[0]  # a derived table, not a CTE
+    assert "READPAST" not in chains
+    walk = chains_tree.find(exp.Lateral)
+    assert walk is not None and "CROSS APPLY" in walk.sql("tsql")
+    assert "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)" in chains
+    assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in chains
+    assert "r.unbroken = 1" in chains and "c.[id] > h.[id]" in chains
+    # Each chain reads at most its head's share of the batch, from the count of heads.
+    assert "@taken" in chains and "h.[rank]" in chains
+    assert chains.rstrip().endswith("OPTION (MAXDOP 1)")
+
+
+def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> None:
+    """SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns, but
+    a driver that sends the claim as a plain batch would leave them on the connection for
+    whoever uses it next (a pool's next borrower): row counts gone, every error dooming
+    the transaction. So the batch turns both off itself, after the result and before a
+    re-raised error alike."""
+    for by_bucket in (False, True):
+        batch, _ = MicrosoftDialect(TableName("outbox")).claim.claim_sql(by_bucket)
+        reset = "SET NOCOUNT OFF;\nSET XACT_ABORT OFF;"
+        assert batch.rstrip().endswith(reset)
+        catch = batch.split("BEGIN CATCH", 1)[1].split("END CATCH;", 1)[0]
+        assert catch.index("SET NOCOUNT OFF;") < catch.index("THROW;")
+        assert catch.index("SET XACT_ABORT OFF;") < catch.index("THROW;")
+
+
+def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() -> None:
+    """A filtered index serves only predicates the optimizer can prove lie inside its
+    filter when the plan is compiled: literals, not parameters. Every status the claim's
+    reads compare is a literal inside the claim index's filter, and the bucket windows
+    repeat the bucket index's filter word for word. (Under PARAMETERIZATION FORCED they
+    stay literals: the claim is sent already parameterized, and such statements are left
+    alone.)"""
+    claim = MicrosoftDialect(TableName("outbox")).claim
+    schema = MicrosoftDialect(TableName("outbox")).schema
+    for by_bucket in (False, True):
+        candidates, _ = claim.claim_candidates_sql(by_bucket)
+        assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", candidates)
+        read = {int(code) for code in re.findall(r"\.\[status\] = (\d)", candidates)}
+        assert read and read <= {0, 1, 3}
+    claim_index = next(i for i in schema.outbox.indexes if i.open_rows_only)
+    assert schema.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
+    bucket_filter = schema.index_definition(schema.bucket_index).split(" WHERE ", 1)[1]
+    window, _ = claim.window_sql(("IS NULL", []), ("%s", [None]))
+    assert bucket_filter.replace("[", "f.[") in window
