@@ -1,18 +1,22 @@
-"""The relay registry and each relay's part of the aggregates, on a real database."""
+"""The relay registry and each relay's share of the buckets, on a real database; the
+assignment itself, without one."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
+from collections import Counter
 
 import pytest
 from django.db import connection, transaction
 
 from eventferry_django import NewEvent, publish_events
-from eventferry_django.relay.membership import Membership, partition_of
-from eventferry_django.relay.planner import ClaimPlanner
-from eventferry_django.store.outbox import ClaimRequest, OutboxStore
+from eventferry_django.contract import BUCKETS, bucket_of
+from eventferry_django.relay.membership import BUCKET_RELAY, Membership, assign, buckets_of
+from eventferry_django.store.claim import ClaimRequest
+from eventferry_django.store.outbox import OutboxStore
 from eventferry_django.store.registry import RelayRegistry
-from eventferry_django.store.sql import Partition
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,64 +34,130 @@ def member(name: str, claim_timeout: float = 60.0) -> Membership:
     return Membership(RelayRegistry(), name, claim_timeout)
 
 
-def test_relays_that_check_in_split_the_aggregates_into_distinct_parts() -> None:
+def instances(count: int) -> list[str]:
+    return [f"{BUCKET_RELAY}{uuid.uuid4().hex}" for _ in range(count)]
+
+
+# -- the assignment, without a database ----------------------------------------------------
+@pytest.mark.django_db(transaction=False)
+@pytest.mark.parametrize("relays", [2, 3, 4, 8, 12, 16])
+def test_every_bucket_has_one_owner_and_shares_differ_by_one_bucket_at_most(
+    relays: int,
+) -> None:
+    owned = assign(tuple(instances(relays)))
+    buckets = [bucket for share in owned.values() for bucket in share]
+    assert sorted(buckets) == list(range(BUCKETS))
+    sizes = [len(share) for share in owned.values()]
+    assert max(sizes) - min(sizes) <= 1, sizes
+
+
+@pytest.mark.django_db(transaction=False)
+@pytest.mark.parametrize("relays", [2, 4, 8])
+def test_a_relay_that_joins_or_leaves_moves_little_more_than_its_share(relays: int) -> None:
+    """A join moves the buckets the newcomer must take (1/(N+1) of them) and a few more
+    (bounded loads rebalance the counts); a leave moves about the leaver's."""
+    names = instances(relays + 1)
+    before, after = assign(tuple(names[:relays])), assign(tuple(names))
+    owner_before = {b: name for name, share in before.items() for b in share}
+    owner_after = {b: name for name, share in after.items() for b in share}
+    moved = sum(owner_before[b] != owner_after[b] for b in range(BUCKETS))
+    assert len(after[names[-1]]) <= moved <= 1.6 * BUCKETS / (relays + 1)
+    # Leaving is the same change seen the other way round.
+    assert sum(owner_after[b] != owner_before[b] for b in range(BUCKETS)) == moved
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_relay_alone_or_beside_a_relay_of_an_earlier_release_claims_every_bucket() -> None:
+    me, other = instances(2)
+    assert buckets_of([me], me) is None
+    assert buckets_of([me, other], "missing") is None  # its check-ins are failing
+    assert buckets_of([me, uuid.uuid4().hex], me) is None  # an earlier release's relay
+    assert buckets_of([me, other], me) == assign((me, other))[me]
+
+
+# -- on a database -------------------------------------------------------------------------
+def test_relays_that_check_in_share_every_bucket_once() -> None:
     relays = [member(f"r{n}") for n in range(3)]
     for relay in relays + relays:  # the first round learns of those before it only
-        relay.check_in()
-    assert sorted(r.partition for r in relays) == [Partition(3, 0), Partition(3, 1),
-                                                   Partition(3, 2)]
+        relay.look()
+    shares = [relay.buckets for relay in relays]
+    assert all(share is not None for share in shares)
+    assert sorted(b for share in shares for b in share or ()) == list(range(BUCKETS))
     relays[1].stop()
     for relay in (relays[0], relays[2]):
-        relay.check_in()
-    assert sorted(r.partition for r in (relays[0], relays[2])) == [Partition(2, 0),
-                                                                  Partition(2, 1)]
+        relay.look()
+    left = [relays[0].buckets or (), relays[2].buckets or ()]
+    assert sorted(b for share in left for b in share) == list(range(BUCKETS))
     relays[2].stop()
-    relays[0].check_in()
-    assert (relays[0].relays, relays[0].partition) == (1, None)  # alone: claims as ever
+    relays[0].look()
+    assert (relays[0].relays, relays[0].buckets) == (1, None)  # alone: every bucket
     relays[0].stop()
 
 
 def test_a_relay_that_stops_checking_in_is_dropped_after_half_the_claim_timeout() -> None:
     # The same relay id twice still counts as two relays: the instance names them.
     silent, alive = member("same", claim_timeout=6.0), member("same", claim_timeout=6.0)
-    silent.check_in()
-    alive.check_in()
+    silent.look()
+    alive.look()
     assert alive.relays == 2
     time.sleep(3.5)  # past half of CLAIM_TIMEOUT
-    alive.check_in()
-    assert (alive.relays, alive.partition) == (1, None)
+    alive.look()
+    assert (alive.relays, alive.buckets) == (1, None)
     alive.stop()
     silent.stop()
 
 
-def test_partition_of_an_instance_missing_from_the_registry_is_none() -> None:
-    assert partition_of(["a", "b"], "c") is None
-    assert partition_of(["a", "b"], "b") == Partition(2, 1)
-
-
-def test_a_new_part_makes_the_planner_ask_for_the_full_batch_again() -> None:
-    planner = ClaimPlanner(batch_size=100, max_chain=100, lease_timeout=60)
-    request = planner.next_claim()
-    assert request is not None
-    planner.found(request, 40)
-    planner.found(request, 40)
-    assert planner.limit == 40
-    request = planner.next_claim(partition=Partition(2, 0))
-    assert request is not None and request.heads == 100 and request.partition == (2, 0)
+def test_a_look_between_check_ins_reads_without_stamping() -> None:
+    relay = member("r")
+    relay.look()  # checks in
+    stamped = relay._checked_in_at
+    relay.look()  # within the check-in interval: a read
+    assert relay._checked_in_at == stamped and relay.relays == 1
+    relay.stop()
 
 
 @pytest.mark.skipif("connection.vendor == 'sqlite'",
-                    reason="SQLite does not share the aggregates out (one writer, no hash)")
+                    reason="SQLite does not share the aggregates out (one writer)")
 @pytest.mark.parametrize("max_chain", [1, 3])
-def test_the_parts_of_a_claim_are_disjoint_and_cover_every_aggregate(max_chain: int) -> None:
+def test_claims_of_disjoint_buckets_take_disjoint_aggregates_and_cover_them_all(
+    max_chain: int,
+) -> None:
+    names = [f"agg-{a}" for a in range(40)]
     with transaction.atomic():
-        publish_events([NewEvent("t", {"seq": seq}, "a", f"agg-{a}")
-                        for seq in range(3) for a in range(40)])
+        publish_events([NewEvent("t", {"seq": seq}, "a", name)
+                        for seq in range(3) for name in names])
+    shares = assign(tuple(instances(3))).values()
     store = OutboxStore(max_chain=max_chain)
-    parts = [store.take(ClaimRequest(500, 60, max_chain=max_chain, partition=Partition(3, k)))
-             for k in range(3)]
+    parts = [store.take(ClaimRequest(500, 60, max_chain=max_chain, buckets=share))
+             for share in shares]
     aggregates = [{event.message.aggregate_id for event in part} for part in parts]
-    assert all(aggregates), aggregates  # 40 aggregates over 3 parts: none is empty
+    for share, found in zip(shares, aggregates, strict=True):
+        assert {bucket_of(name) for name in found} <= set(share)
     assert sum(len(found) for found in aggregates) == len(set().union(*aggregates)) == 40
     # Each part took its aggregates' heads (and, chained, the rows behind them).
     assert sum(len(part) for part in parts) == 40 * min(max_chain, 3)
+
+
+@pytest.mark.skipif("connection.vendor == 'sqlite'",
+                    reason="SQLite does not share the aggregates out (one writer)")
+def test_rows_without_a_bucket_are_anyones() -> None:
+    """Rows written before migration 0010 (or by a writer that leaves the bucket out)
+    are claimed by a claim of any buckets, in order behind their aggregate's head."""
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"seq": seq}, "a", "old") for seq in range(3)])
+    store = OutboxStore(max_chain=1)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {store.dialect.table} SET {store.dialect.ops.quote('bucket')} "
+                       "= NULL")
+    elsewhere = tuple(b for b in range(BUCKETS) if b != bucket_of("old"))[:3]
+    taken = [store.take(ClaimRequest(10, 60, buckets=elsewhere)) for _ in range(2)]
+    assert [[json.loads(e.message.payload)["seq"] for e in claim] for claim in taken] == [
+        [0], []]
+
+
+@pytest.mark.django_db(transaction=False)
+def test_bucket_of_spreads_typical_aggregate_ids() -> None:
+    """The spread the shares rest on: a thousand ids like those of the benchmarks fill
+    every bucket, none with more than a handful."""
+    counts = Counter(bucket_of(f"agg-{n:05d}") for n in range(1000))
+    assert len(counts) >= 240 and max(counts.values()) <= 12

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from eventferry_django import NewEvent, publish_event, publish_events
 from eventferry_django.conf import get_settings
+from eventferry_django.contract import bucket_of
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.publishers.base import (
     BrokerUnavailable,
@@ -25,8 +26,10 @@ from eventferry_django.publishers.base import (
 )
 from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
+from eventferry_django.relay.membership import JOIN_GRACE
 from eventferry_django.relay.planner import ClaimPlanner
 from eventferry_django.store import dialect_for
+from eventferry_django.store.claim import ALL_BUCKETS
 
 from .engine_gaps import babelfish_gap
 
@@ -236,7 +239,8 @@ def _notify_from_another_connection() -> None:
     with other.cursor() as cursor:
         cursor.execute("BEGIN")
         cursor.execute(dialect.inserts.insert_sql(1),
-                       dialect.inserts.insert_params(["m-1", "t", "a", "1", None, "{}", "{}", None]))
+                       dialect.inserts.insert_params(
+                           ["m-1", "t", "a", "1", None, "{}", "{}", None, bucket_of("1")]))
         cursor.execute("COMMIT")
     other.close()
 
@@ -257,36 +261,33 @@ def test_stop_finishes_the_batch_in_hand() -> None:
     assert connection.vendor  # the database is still usable afterwards
 
 
-def test_the_claim_limit_follows_what_claims_find_and_refreshes_less_when_fruitless() -> None:
-    now = [1000.0]
-    planner = ClaimPlanner(batch_size=500, max_chain=1, lease_timeout=60,
-                           clock=lambda: now[0])
+def test_a_relay_with_a_share_helps_when_its_buckets_run_dry_while_help_finds_rows() -> None:
+    planner = ClaimPlanner(batch_size=500, max_chain=100, lease_timeout=60)
+    own = (1, 2, 3)
 
-    def claim(found: int, *, wakeups: int = 0) -> None:
-        request = planner.next_claim()
-        assert request is not None
-        planner.found(request, found, wakeups=wakeups)
+    def claim(found: int, buckets: tuple[int, ...] | None = own) -> tuple[int, ...] | None:
+        request = planner.next_claim(buckets=buckets)
+        assert request is not None and request.rows == 500
+        planner.found(request, found)
+        return request.buckets
 
-    claim(100)  # a short claim: ask for what it found
-    assert planner.limit == 100
-    intervals = []
-    for _ in range(5):
-        now[0] += 60
-        claim(100)  # due: the next claim asks for the full batch
-        assert planner.limit == 500
-        claim(100)  # ... and finds nothing more
-        assert planner.limit == 100
-        intervals.append(planner.refresh_at - now[0])
-    assert intervals == [2.0, 4.0, 8.0, 8.0, 8.0]
-    now[0] += 60
-    claim(100)
-    claim(300)  # a refresh that finds more: back to the shortest wait
-    assert (planner.limit, planner.refresh_at - now[0]) == (300, 1.0)
-    planner.refresh_interval = 8.0
-    claim(300, wakeups=1)  # new commits also bring the next refresh within the shortest wait
-    assert planner.refresh_interval == 1.0
-    claim(0, wakeups=1)  # nothing found: ask for the full batch next time
-    assert planner.limit == 500
+    assert claim(0) == own
+    assert claim(0) == own  # idle from the start: no help (a burst finds it at home)
+    assert claim(500) == own
+    assert claim(0) == own  # its own buckets ran dry ...
+    assert claim(30) == ALL_BUCKETS  # ... so it helps, bucket by bucket, and finds some
+    assert claim(0) == own
+    assert claim(0) == ALL_BUCKETS  # still worth it: help again ...
+    assert claim(0) == own
+    assert claim(0) == own  # ... until a help finds nothing: no more help
+    assert claim(0) == own
+    assert claim(10) == own  # rows of its own again
+    assert claim(0) == own
+    assert claim(0) == ALL_BUCKETS
+    # A relay alone reads every bucket oldest first, and has no one to help.
+    assert claim(500, buckets=None) is None
+    assert claim(0, buckets=None) is None
+    assert claim(0, buckets=None) is None
 
 
 def test_a_relay_looks_for_expired_leases_every_tenth_of_the_lease() -> None:
@@ -307,8 +308,7 @@ def test_a_relay_looks_for_expired_leases_every_tenth_of_the_lease() -> None:
     assert claim(100)  # ... until six seconds (a tenth of the lease) have passed
     now[0] += 5.9
     assert not claim(0)
-    assert planner.limit == 500
-    assert not claim(0)  # a full claim too (here: idle) looks only when that time has come
+    assert not claim(0)  # an idle claim too looks only when that time has come
     now[0] += 0.1
     assert claim(0)
 
@@ -317,12 +317,12 @@ def test_the_planner_asks_for_no_more_than_max_events_leaves() -> None:
     planner = ClaimPlanner(batch_size=100, max_chain=10, lease_timeout=30, max_events=250)
     request = planner.next_claim(claimed=200, in_flight=20)
     assert request is not None
-    assert (request.rows, request.heads, request.max_chain, request.lease_timeout) == (
+    assert (request.rows, request.most_heads, request.max_chain, request.lease_timeout) == (
         30, 30, 10, 30)
     assert planner.next_claim(claimed=230, in_flight=20) is None
 
 
-@babelfish_gap("slow-start-up", "the first claim on the connection takes seconds there, so the 0.5 s interrupt lands inside it, before any batch is out")
+@babelfish_gap("slow-start-up", "the first claim on the connection takes seconds there, so the interrupt lands inside it, before any batch is out")
 def test_interrupted_it_hands_back_what_is_in_flight_and_sends_nothing_more() -> None:
     release = threading.Event()
 
@@ -339,7 +339,9 @@ def test_interrupted_it_hands_back_what_is_in_flight_and_sends_nothing_more() ->
         publish_events([NewEvent("t", {}, "a", str(n)) for n in range(4)])
     publisher = Stuck()
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)  # a second SIGTERM, as far as run() knows
+    # A second SIGTERM, as far as run() knows, once the relay has looked for others to
+    # share with (membership.JOIN_GRACE) and sent its first batch.
+    signal.setitimer(signal.ITIMER_REAL, JOIN_GRACE + 0.5)
     try:
         with pytest.raises(KeyboardInterrupt):
             relay(publisher, until_empty=False).run()

@@ -6,10 +6,10 @@ also claims the next batch, so neither a commit nor a broker round trip is paid 
 
 The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (:mod:`.flight`): while its
 publishing thread (:mod:`.sender`) hands one to the broker, the relay's thread settles
-another (:mod:`.settlement`) and claims its successors, as much as :mod:`.planner` says.
+another (:mod:`.settlement`) and claims its successors (:mod:`.claimer`, which asks
+:mod:`.planner` what to claim and :mod:`.membership` which buckets are this relay's).
 While it holds rows, :mod:`.leases` renews their leases, so only a relay that stopped
-loses them; :mod:`.membership` shares the aggregates out among the running relays;
-:mod:`.reporting` says what it does.
+loses them; :mod:`.reporting` says what it does.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from django.db import Error, close_old_connections, connections
 from .. import metrics
 from ..conf import EventferrySettings, get_settings
 from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
-from ..store.outbox import ClaimedEvent, ClaimRequest, OutboxStore
+from ..store.outbox import ClaimedEvent, OutboxStore
 from ..store.registry import RelayRegistry
-from ..store.statistics import StatisticsKeeper
+from .claimer import Claimer
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
 from .leases import LeaseKeeper
 from .membership import Membership
-from .planner import ClaimPlanner, aggregates, refused_heads_alone
+from .planner import ClaimPlanner, refused_heads_alone
 from .reporting import PassResult, RelayReporter, RelayStats, logger
 from .sender import Sender
 from .settlement import Settler
@@ -71,27 +71,23 @@ class Relay:
         )
         self.leases = LeaseKeeper(self.store, config.claim_timeout,
                                   name=f"eventferry-lease-{config.relay_id}")
-        #: Aggregates shared out where the vendor can, unless the relay drains and exits.
+        #: Buckets shared out where the vendor can, unless the relay drains and exits.
         drains = config.once or config.until_empty
-        shares = self.store.dialect.partitions_aggregates and not drains
+        shares = self.store.dialect.features.shares_aggregates and not drains
         self.membership = Membership(RelayRegistry(self.store.alias), config.relay_id,
                                      config.claim_timeout) if shares else None
-        #: Refreshes the planner's statistics when a claim shows them stale (after a
-        #: database restart they can stay those of an empty queue while a backlog waits).
-        self.statistics = StatisticsKeeper(self.store)
+        self.claimer = Claimer(self.store, self.planner, self.membership, self.stats)
         self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
                                       progress_interval=config.progress_interval)
-        self.settler = Settler(self.store, self.leases, self.reporter, self.stats,
-                               max_attempts=config.max_attempts, backoff=self.settings.backoff)
+        self.settler = Settler(self.store, self.claimer, self.leases, self.reporter,
+                               self.stats, max_attempts=config.max_attempts,
+                               backoff=self.settings.backoff)
         self._sender = Sender(f"eventferry-send-{config.relay_id}")
         self.in_flight = InFlight(self._sender, self._publish, self.leases,
                                   publisher_name=type(self.publisher).__name__,
                                   max_attempts=config.max_attempts,
                                   hand_back=self.settler.hand_back)
         self._stopping = False
-        #: Whether the claim made with the last settlement found nothing, so the next
-        #: pass has nothing to do and need not ask again at once.
-        self._found_nothing = False
         self._announced = False
 
     # -- the loop ----------------------------------------------------------------------
@@ -154,12 +150,10 @@ class Relay:
         (after handing back what the database allows)."""
         self.settler.catch_up()
         if not len(self.in_flight):
-            found_nothing, self._found_nothing = self._found_nothing, False
-            started = time.perf_counter()
-            events = [] if found_nothing else self._claim()
+            _, events, claimed_in = self.claimer.claim()
             if not events:
                 return PassResult()
-            self._launch(events, split=True, claimed_in=time.perf_counter() - started)
+            self._launch(events, split=True, claimed_in=claimed_in)
         try:
             batch, results = self.in_flight.take_oldest()
         except BrokerUnavailable:
@@ -170,35 +164,13 @@ class Relay:
         return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
 
     # -- one pass ----------------------------------------------------------------------
-    def _next_claim(self, in_flight: int = 0) -> ClaimRequest | None:
-        partition = self.membership.partition if self.membership is not None else None
-        return self.planner.next_claim(claimed=self.stats.claimed, in_flight=in_flight,
-                                       partition=partition)
-
-    def _claim(self) -> list[ClaimedEvent]:
-        request = self._next_claim()
-        if request is None:
-            return []
-        started = time.perf_counter()
-        events = self.store.take(request)
-        claimed_in = time.perf_counter() - started
-        metrics.observe_claim(claimed_in)
-        self.planner.found(request, aggregates(events), wakeups=self.waker.wakeups)
-        self.statistics.maybe_refresh(len(events), claimed_in)
-        return events
-
     def _settle(self, batch: Batch, results: list[PublishResult], *, claim_next: bool
                 ) -> PassResult:
         """Settle ``batch`` and, with ``claim_next``, claim and send the next one."""
-        request = self._next_claim(
-            len(batch.events) + self.in_flight.rows) if claim_next else None
-        result, claimed, settled_in = self.settler.settle(batch, results, request)
-        if request is not None:
-            self.planner.found(request, aggregates(claimed), wakeups=self.waker.wakeups)
-            if claimed:
-                self._launch(claimed, split=False, claimed_in=settled_in)
-            self._found_nothing = not claimed
-            self.statistics.maybe_refresh(len(claimed), settled_in)
+        result, claimed, settled_in = self.settler.settle(
+            batch, results, claim=claim_next, in_flight=len(batch.events) + self.in_flight.rows)
+        if claimed:
+            self._launch(claimed, split=False, claimed_in=settled_in)
         return result
 
     def _launch(self, events: list[ClaimedEvent], *, split: bool, claimed_in: float) -> None:

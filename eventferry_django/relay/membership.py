@@ -1,94 +1,160 @@
-"""Relays share the work: each takes the fresh heads of its own part of the aggregates.
+"""Relays share the work: each claims the fresh rows of its own buckets.
 
-A relay acks a batch and claims the next in one transaction, so on its own it keeps every
-aggregate it holds, and a second relay finds nothing free (measured: with 100 aggregates
-and 2 or 4 relays, one relay published all 20,000 events). So the running relays of an
-outbox check in with the relay registry (migration 0009) every
-:data:`MAX_CHECK_IN_INTERVAL` seconds or more often; a relay seen within half a
-``CLAIM_TIMEOUT`` counts as live. With N live relays, ordered by their random instance
-names, the one at position k claims fresh heads only of the aggregates whose hash modulo
-N is k (:class:`~.store.sql.Partition`); one relay alone claims as before.
+Every outbox row carries its aggregate's bucket, one of 256 (migration 0010). The live
+relays of an outbox share the buckets out, and a relay's claims read the fresh rows of its
+own buckets only, through the bucket index: its claims cost what its share holds, not
+what the whole backlog does. Rows without a bucket, due retries and expired leases are
+anyone's. A relay alone owns every bucket.
 
-The part is a preference, never a lock: every claim still takes only heads, under the
-same row locks, so two relays whose views of the registry differ for a moment may both
-try an aggregate and one of them gets it; order is kept as ever. Retries that fell due
-and expired leases are anyone's. A relay that stops cleanly leaves the registry at once;
-one that dies is dropped after half a ``CLAIM_TIMEOUT``, when its rows' leases are still
-running, so its aggregates have moved by the time its leases expire.
+**Who is live.** Each relay checks in with the relay registry (migration 0009), stamped by
+the database's clock, every :data:`MAX_CHECK_IN_INTERVAL` seconds or more often, and
+looks at it (a read) every :data:`LOOK_INTERVAL` seconds; a relay seen within half a
+``CLAIM_TIMEOUT`` counts as live. A relay that stops cleanly leaves the registry at once;
+one that dies is dropped after half a ``CLAIM_TIMEOUT``, while its rows' leases still
+run, so its buckets have moved by the time its leases expire.
+
+**Who owns what.** Every relay computes the same assignment from the live instance names
+alone (:func:`assign`): each bucket goes to the relay that ranks it highest by a hash of
+(bucket, instance), unless that relay already holds its even share (256 / N, the
+remainder going one each to the first relays by name), in which case to the next. So the
+shares differ by one bucket at most, and a relay that joins or leaves moves little more
+than the buckets it must: about 1/N of them (the rest keep their owner).
+
+**Never a lock.** Ownership only says where a relay looks. Every claim still takes heads
+only, under the same row locks, so while two relays' views differ for a moment, both may
+try an aggregate and one gets it; a row is never claimed while an earlier row of its
+aggregate is open, whoever holds that.
+
+**Starting together.** A relay that starts checks in, then looks again for
+:data:`JOIN_GRACE` before its first claim: relays started together begin with the same
+view, instead of the first one claiming every aggregate until it sees the others (a
+relay settles a batch and claims the next in one transaction, so it keeps what it holds).
+
+**Rolling upgrades.** A relay of this release checks in under a name that starts with
+:data:`BUCKET_RELAY`. A relay of an earlier release checks in without it and shares by a
+hash of its own; while one of those is live, this release's relays claim every bucket, so
+no aggregate is left to nobody.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 import uuid
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from django.db import Error, connections
 
+from ..contract import BUCKETS
 from ..store.registry import RelayRegistry
-from ..store.sql import Partition
 from .ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
-#: The longest wait between check-ins: a relay that joins gets its part of the work
-#: within about twice this.
+#: The longest wait between check-ins (writes that keep the relay live).
 MAX_CHECK_IN_INTERVAL = 2.0
+#: How often a relay looks at who is live (a read): how soon it sees one join or leave.
+LOOK_INTERVAL = 0.2
+#: How long a starting relay looks at the registry before its first claim.
+JOIN_GRACE = 0.5
 #: Check-ins within which a relay must be seen to count as live, per ``CLAIM_TIMEOUT``.
 LIVE_SHARE_OF_LEASE = 0.5
+#: How this release's relays' instance names start (see "Rolling upgrades").
+BUCKET_RELAY = "b:"
 
 
-def partition_of(live: list[str], instance: str) -> Partition | None:
-    """``instance``'s part among the ``live`` instances (in the registry's order); None
-    when it is alone, or not among them (its check-ins are failing: it claims as one
-    relay would, which stays correct)."""
-    if len(live) < 2 or instance not in live:
+def _rank(bucket: int, instance: str) -> bytes:
+    return hashlib.blake2b(f"{bucket}/{instance}".encode(), digest_size=8).digest()
+
+
+@lru_cache(maxsize=8)
+def assign(instances: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """Each live instance's buckets (see the module's docstring); ``instances`` in the
+    registry's order."""
+    ordered = sorted(instances)
+    even, remainder = divmod(BUCKETS, len(ordered))
+    room = {name: even + (1 if n < remainder else 0) for n, name in enumerate(ordered)}
+    owned: dict[str, list[int]] = {name: [] for name in ordered}
+    for bucket in range(BUCKETS):
+        for name in sorted(ordered, key=lambda name: _rank(bucket, name), reverse=True):
+            if len(owned[name]) < room[name]:
+                owned[name].append(bucket)
+                break
+    return {name: tuple(buckets) for name, buckets in owned.items()}
+
+
+def buckets_of(live: Sequence[str], instance: str) -> tuple[int, ...] | None:
+    """``instance``'s buckets among the ``live`` instances; None (every bucket) when it is
+    alone, not among them (its check-ins are failing: it claims as one relay would,
+    which stays correct) or beside a relay of an earlier release."""
+    if (len(live) < 2 or instance not in live
+            or any(not name.startswith(BUCKET_RELAY) for name in live)):
         return None
-    return Partition(len(live), live.index(instance))
+    return assign(tuple(live))[instance]
 
 
 class Membership:
-    """This relay's row in the registry and its current :attr:`partition`, refreshed by
-    each check-in: the first in :meth:`start`, the rest on a thread of its own."""
+    """This relay's row in the registry and its current :attr:`buckets`, refreshed by
+    each look: the first in :meth:`start`, the rest on a thread of its own."""
 
     def __init__(self, registry: RelayRegistry, relay_id: str, claim_timeout: float) -> None:
         self.registry = registry
         self.relay_id = relay_id
-        self.instance = uuid.uuid4().hex
+        self.instance = f"{BUCKET_RELAY}{uuid.uuid4().hex}"
         self.live_for = claim_timeout * LIVE_SHARE_OF_LEASE
-        #: The live relays at the last check-in (1 until one succeeds).
+        self.check_in_interval = min(MAX_CHECK_IN_INTERVAL, self.live_for / 3)
+        #: The live relays at the last look (1 until one succeeds).
         self.relays = 1
-        self.partition: Partition | None = None
+        #: This relay's buckets; None: every bucket (alone, or claiming as if alone).
+        self.buckets: tuple[int, ...] | None = None
+        self._checked_in_at = 0.0
         self._failing = False
+        self._legacy = False
         self._ticker = Ticker(f"eventferry-members-{relay_id}",
-                              min(MAX_CHECK_IN_INTERVAL, self.live_for / 3),
-                              self.check_in, registry.alias)
+                              min(LOOK_INTERVAL, self.check_in_interval), self.look,
+                              registry.alias)
 
-    def check_in(self) -> None:
-        """Say this relay is alive and learn its part. A failure (the database away, or
-        migration 0009 not applied) is logged once and leaves the relay claiming as if
-        alone: correct, only not shared."""
+    def look(self) -> None:
+        """Learn who is live and this relay's buckets, checking in when one is due. A
+        failure (the database away, or migration 0009 not applied) is logged once and
+        leaves the relay claiming every bucket: correct, only not shared."""
         try:
-            live = self.registry.check_in(self.instance, self.relay_id, self.live_for)
+            if time.monotonic() - self._checked_in_at >= self.check_in_interval:
+                live = self.registry.check_in(self.instance, self.relay_id, self.live_for)
+                self._checked_in_at = time.monotonic()
+            else:
+                live = self.registry.live(self.live_for)
         except Error as exc:
             if not self._failing:
                 logger.warning("[%s] could not check in with the relay registry (%s); "
-                               "claiming as if alone until it answers", self.relay_id, exc)
+                               "claiming every bucket until it answers", self.relay_id, exc)
             self._failing = True
-            self.relays, self.partition = 1, None
+            self.relays, self.buckets = 1, None
             connections[self.registry.alias].close()
             return
+        legacy = any(not name.startswith(BUCKET_RELAY) for name in live)
+        if legacy and not self._legacy:
+            logger.warning("[%s] a relay of an earlier release is running: claiming every "
+                           "bucket until it stops (docs/upgrading.md)", self.relay_id)
         if self._failing or len(live) != self.relays:
             logger.info("[%s] %d relay(s) share the work", self.relay_id, len(live))
-        self._failing = False
-        self.relays, self.partition = len(live), partition_of(live, self.instance)
+        self._failing, self._legacy = False, legacy
+        self.relays, self.buckets = len(live), buckets_of(live, self.instance)
 
-    def start(self) -> None:
-        self.check_in()
+    def start(self, sleep: Callable[[float], object] = time.sleep) -> None:
+        """Check in, look again for :data:`JOIN_GRACE`, then keep looking on a thread."""
+        self.look()
+        looks = round(JOIN_GRACE / LOOK_INTERVAL)
+        for _ in range(looks):
+            sleep(JOIN_GRACE / looks)
+            self.look()
         self._ticker.start()
 
     def stop(self) -> None:
-        """Stop checking in and leave the registry, so the others take this relay's part
-        at their next check-in."""
+        """Stop looking and leave the registry, so the others take this relay's buckets
+        at their next look."""
         self._ticker.stop()
         try:
             self.registry.leave(self.instance)

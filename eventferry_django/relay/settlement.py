@@ -18,7 +18,6 @@ confirmed row after a refused one is an order break (counted and logged).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Sequence
 
 from django.db import Error
@@ -26,7 +25,8 @@ from django.db import Error
 from .. import metrics
 from ..conf import Backoff
 from ..publishers.base import Outcome, PublishResult
-from ..store.outbox import ClaimedEvent, ClaimRequest, Failure, OutboxStore
+from ..store.outbox import ClaimedEvent, Failure, OutboxStore
+from .claimer import Claimer
 from .flight import Batch
 from .leases import LeaseKeeper
 from .recent_settlements import RecentSettlements, Settlement
@@ -37,9 +37,11 @@ from .retry import retry_delay
 class Settler:
     """Settles one relay's batches in its store; counts the outcomes into ``stats``."""
 
-    def __init__(self, store: OutboxStore, leases: LeaseKeeper, reporter: RelayReporter,
-                 stats: RelayStats, *, max_attempts: int, backoff: Backoff) -> None:
+    def __init__(self, store: OutboxStore, claimer: Claimer, leases: LeaseKeeper,
+                 reporter: RelayReporter, stats: RelayStats, *, max_attempts: int,
+                 backoff: Backoff) -> None:
         self.store = store
+        self.claimer = claimer
         self.leases = leases
         self.reporter = reporter
         self.stats = stats
@@ -51,22 +53,21 @@ class Settler:
         #: Settled lately, settled again after a database outage.
         self.recent = RecentSettlements()
 
-    def settle(self, batch: Batch, results: list[PublishResult], claim: ClaimRequest | None
-               ) -> tuple[PassResult, list[ClaimedEvent], float]:
-        """Ack the delivered, record the refused and, with ``claim``, claim the next batch:
-        one transaction, one commit. Returns what the pass did, the new claim and how
-        long the transaction took. If the database fails, the settlement is kept for
-        :meth:`catch_up`."""
+    def settle(self, batch: Batch, results: list[PublishResult], *, claim: bool,
+               in_flight: int = 0) -> tuple[PassResult, list[ClaimedEvent], float]:
+        """Ack the delivered, record the refused and, with ``claim``, claim the next batch
+        (``in_flight`` rows besides this one are on their way): one transaction, one
+        commit. Returns what the pass did, the new claim and how long the transaction
+        took. If the database fails, the settlement is kept for :meth:`catch_up`."""
         delivered, failures = self._sorted(batch, results)
-        started = time.perf_counter()
         try:
-            settled, claimed = self.store.settle(delivered, failures, claim=claim)
+            settled, claimed, settled_in = self.claimer.claim(
+                delivered, failures, in_flight=in_flight, claim=claim)
         except Error:
             # Published but not settled: settle it first thing next pass, so a database
             # hiccup does not leave the batch to its lease (and a second publication).
             self._leftovers = (delivered, failures)
             raise
-        settled_in = time.perf_counter() - started
         self.recent.record(Settlement(delivered, failures))
         self.leases.let_go(batch.events)
         metrics.observe_settle(settled_in)
