@@ -10,13 +10,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def relay_env(eventferry: dict[str, Any]) -> dict[str, str]:
+def relay_env(eventferry: dict[str, Any], db_port: int | None = None) -> dict[str, str]:
+    """The environment of a relay process on the test database; ``db_port`` (a proxy's
+    on 127.0.0.1) stands between it and the database where given."""
     env = dict(os.environ)
     env.update(
         PYTHONPATH=str(ROOT),
@@ -24,15 +27,39 @@ def relay_env(eventferry: dict[str, Any]) -> dict[str, str]:
         EVENTFERRY_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
         EVENTFERRY_TEST_SETTINGS=json.dumps(eventferry),
     )
+    if db_port is not None:
+        env.update(through_port(db_port))
     return env
 
 
-def start_relay(eventferry: dict[str, Any], *args: str, log: Path | None = None
-                ) -> subprocess.Popen[bytes]:
+def db_address() -> tuple[str, int]:
+    """Where the test database listens (for a proxy in front of it)."""
+    settings = connection.settings_dict
+    return settings["HOST"] or "127.0.0.1", int(settings["PORT"])
+
+
+def through_port(port: int) -> dict[str, str]:
+    """The environment that points tests.settings at 127.0.0.1:``port``."""
+    vendor = connection.vendor
+    if vendor == "postgresql":
+        return {"PGHOST": "127.0.0.1", "PGPORT": str(port)}
+    if vendor == "mysql":
+        return {"MYSQL_HOST": "127.0.0.1", "MYSQL_PORT": str(port)}
+    if vendor == "microsoft":
+        url = urlsplit(os.environ["EVENTFERRY_MSSQL_URL"])
+        netloc = url.netloc.rsplit("@", 1)
+        credentials = netloc[0] + "@" if len(netloc) == 2 else ""
+        return {"EVENTFERRY_MSSQL_URL": url._replace(
+            netloc=f"{credentials}127.0.0.1:{port}").geturl()}
+    raise AssertionError(f"no network between a relay and {vendor}")
+
+
+def start_relay(eventferry: dict[str, Any], *args: str, log: Path | None = None,
+                db_port: int | None = None) -> subprocess.Popen[bytes]:
     out = log.open("ab") if log else subprocess.DEVNULL
     return subprocess.Popen(
         [sys.executable, "-m", "django", "outbox_relay", *args],
-        env=relay_env(eventferry), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        env=relay_env(eventferry, db_port), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
     )
 
 

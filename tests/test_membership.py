@@ -107,6 +107,29 @@ def test_a_relay_that_stops_checking_in_is_dropped_after_half_the_claim_timeout(
     silent.stop()
 
 
+def test_beside_a_checked_in_relay_of_an_earlier_release_every_bucket_is_claimed() -> None:
+    """A rolling upgrade: an earlier release's relay checks in under a plain name and
+    shares by a hash of its own, so this release's relays claim every bucket meanwhile,
+    and share again once it is gone."""
+    relay, new = member("new"), member("newer")
+    earlier = RelayRegistry()
+    earlier.check_in(uuid.uuid4().hex, "old", 30.0)
+    for _ in range(2):
+        relay.look()
+        new.look()
+    assert (relay.relays, relay.buckets, new.buckets) == (3, None, None)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {earlier.sql.table} WHERE "
+                       f"{earlier.sql.relay_id} = %s", ["old"])
+    relay._checked_in_at = new._checked_in_at = 0.0  # check in again now
+    relay.look()
+    new.look()
+    assert relay.buckets and new.buckets
+    assert sorted((*relay.buckets, *new.buckets)) == list(range(BUCKETS))
+    relay.stop()
+    new.stop()
+
+
 def test_a_look_between_check_ins_reads_without_stamping() -> None:
     relay = member("r")
     relay.look()  # checks in
