@@ -122,3 +122,17 @@ def test_a_claim_reads_about_the_rows_it_hands_out(deep_outbox: None) -> None:
     read = reads() - before
     assert len(claimed) == 10
     assert read < 500, read
+
+
+def test_a_fill_reads_the_rows_without_a_bucket_and_seeks_each_aggregate(
+    deep_outbox: None,
+) -> None:
+    """Rows written before migration 0010 get their bucket (store/bucket_fill.py): the
+    fill's read walks the bucket index's NULL range in id order, and each UPDATE seeks
+    one aggregate's open rows, never its done history."""
+    dialect = OutboxStore().dialect
+    unbucketed = explain(*dialect.bucket_fill.unbucketed_sql())
+    assert unbucketed[0]["key"] == dialect.name.bucket_index, unbucketed
+    assert "filesort" not in str(unbucketed[0]["extra"]).lower(), unbucketed
+    fill = explain(*dialect.bucket_fill.fill_sql("7", 214))
+    assert fill[0]["key"] == dialect.name.aggregate_index, fill

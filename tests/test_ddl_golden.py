@@ -180,6 +180,8 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "renew": lambda c: dialect.settlement.renew(c, [8, 9], lease, 60_000),
         "purge": lambda c: dialect.purge.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.inserts.insert_sql(2), []),
+        "unbucketed": lambda c: c.execute(*dialect.bucket_fill.unbucketed_sql()),
+        "fill_bucket": lambda c: c.execute(*dialect.bucket_fill.fill_sql("agg-7", 214)),
     }
 
 
@@ -221,7 +223,8 @@ def test_tsql_dml_matches_golden() -> None:
 
 
 @pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "renew", "purge",
-                                       "insert", "stored_message_ids"])
+                                       "insert", "unbucketed", "fill_bucket",
+                                       "stored_message_ids"])
 def test_every_tsql_dml_statement_parses(operation: str) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     sql, params = tsql_operations(dialect)[operation]

@@ -6,9 +6,10 @@ clause); ``features`` holds flags only; ``schema`` (the DDL of any table of the
 contract), ``inserts`` (``publish_event()``'s INSERT), ``claim`` (the claim),
 ``settlement`` (ack, fail, bury, renew, release), ``purge`` (batch deletes), ``inbox``
 (the consumers' inbox), ``statistics`` (the planner statistics a relay looks after),
-``closed_rows`` (the history pipeline's SQL) and ``claimable`` (the status's probes)
-each do one concern. Each vendor module subclasses the parts whose spelling differs and
-names them in its dialect's ``*_class`` attributes.
+``closed_rows`` (the history pipeline's SQL), ``claimable`` (the status's probes) and
+``bucket_fill`` (buckets for rows written without one) each do one concern. Each vendor
+module subclasses the parts whose spelling differs and names them in its dialect's
+``*_class`` attributes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from ..naming import TableName
+from .bucket_fill import BucketFillSql
 from .claim import ClaimSql
 from .claimable import ClaimableSql
 from .features import Features
@@ -73,3 +75,5 @@ class Dialect:
         self.closed_rows = self.closed_rows_class(self.ops)
         #: The probes for the oldest row a relay could claim now (the status's gauge).
         self.claimable = ClaimableSql(self.claim)
+        #: Buckets for the fresh rows written without one (see store/bucket_fill.py).
+        self.bucket_fill = BucketFillSql(self.claim)

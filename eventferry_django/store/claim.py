@@ -145,9 +145,12 @@ class ClaimSql:
 
     # -- the predicates ------------------------------------------------------------------
     def _state_columns(self, alias: str) -> tuple[str, str, str]:
+        """The state columns, of ``alias`` ("": unqualified, as an UPDATE of the table
+        names them)."""
+        prefix = f"{alias}." if alias else ""
         q = self.ops.quote
-        return (f"{alias}.{q('status')}", f"{alias}.{q('next_retry_at')}",
-                f"{alias}.{q('claimed_at')}")
+        return (f"{prefix}{q('status')}", f"{prefix}{q('next_retry_at')}",
+                f"{prefix}{q('claimed_at')}")
 
     def fresh_sql(self, alias: str = "c") -> Fragment:
         """Pending rows never tried nor scheduled: the bulk of every claim, and what the
@@ -199,12 +202,19 @@ class ClaimSql:
     def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
         """The first ``count`` fresh rows of a bucket in id order, their ids and
         aggregates (from the bucket index): ``bucket`` completes the condition on the
-        bucket column (``= b.bucket``, ``IS NULL``)."""
+        bucket column (``= b.bucket``, ``IS NULL``), in :attr:`window_order`."""
         q = self.ops.quote
+        order = ", ".join(f"f.{q(c)}" for c in self.window_order)
         return compose(
             f"SELECT f.{q('id')}, f.{q('aggregate_id')} FROM {self.ops.table} AS f "
-            f"WHERE f.{q('bucket')} {{}} AND {{}} ORDER BY f.{q('id')} LIMIT {{}}",
+            f"WHERE f.{q('bucket')} {{}} AND {{}} ORDER BY {order} LIMIT {{}}",
             bucket, self.fresh_sql("f"), count)
+
+    #: The order of a bucket's window: the bucket index's own key. The bucket is one
+    #: value throughout, but PostgreSQL sees that for ``=`` only: ordered by ``id`` alone,
+    #: the rows without a bucket were read through the primary key, past every done row
+    #: written before migration 0010 (whose bucket stays NULL).
+    window_order: ClassVar[tuple[str, ...]] = ("bucket", "id")
 
     def unbroken_sql(self, alias: str, window: str) -> Fragment:
         """1 while every row of ``window`` up to this one is claimable by its own state,

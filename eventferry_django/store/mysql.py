@@ -185,6 +185,65 @@ BUCKET, AGGREGATE, STATUS, HEAD, SHARE, ID = (Slot(name) for name in (
     "bucket", "aggregate", "status", "head", "share", "id"))
 
 
+class MysqlChains:
+    """The rows that chain onto a claim's heads, read without LATERAL: a part of
+    :class:`MysqlClaim` with one job. ``claimable`` is the claim's condition that a row's
+    own state lets it be claimed (on the alias ``c``)."""
+
+    def __init__(self, ops: SqlOps, claimable: Fragment) -> None:
+        self.ops = ops
+        self.claimable = claimable
+
+    def read(self, cursor: Any, heads: dict[str, tuple[int, int]], lease_offset: Any
+             ) -> list[int]:
+        """Ids of the rows behind ``heads`` (aggregate -> its head's id, all locked by
+        this transaction, and its share: see :func:`~.sql.chain_share`) that chain onto
+        them: each aggregate's next open rows in id order, up to its share, stopping at
+        the first that is not claimable by its own state. Competitors cannot chain these
+        aggregates: they skip the locked heads, and a row behind an open row is never a
+        head.
+
+        No LATERAL here, and the open-rows index is ordered by status before id, so
+        "the next open rows in id order" is read as one index range per open status and
+        head (:meth:`chain_sql`), each in id order and cut at ``share``, as one UNION ALL
+        in one round trip, and merged here: a claim reads at most three times what it
+        hands out, however deep the aggregates' backlogs are.
+        """
+        chaining = {aggregate: head for aggregate, head in heads.items() if head[1]}
+        sql, _ = self.chains_sql(len(chaining))
+        _, branch = self.chain_sql()
+        cursor.execute(sql, [
+            value for aggregate, (head, share) in chaining.items() for status in OPEN_STATUSES
+            for value in bind(branch, lease_offset=lease_offset, aggregate=aggregate,
+                              status=status, head=head, share=share)])
+        rows: dict[str, list[tuple[int, int]]] = {}
+        for row_id, aggregate, claimable in cursor.fetchall():
+            rows.setdefault(aggregate, []).append((row_id, claimable))
+        chained = []
+        for aggregate, following in rows.items():
+            for row_id, claimable in sorted(following)[:chaining[aggregate][1]]:
+                if not claimable:
+                    break
+                chained.append(row_id)
+        return chained
+
+    def chains_sql(self, heads: int) -> Fragment:
+        """The chain read of :meth:`read` for ``heads`` heads: a branch per head and
+        open status (:meth:`chain_sql`), each bound on its own."""
+        return self.ops.statement(("chains", heads), lambda: join(
+            [self.chain_sql()] * (heads * len(OPEN_STATUSES)), "\nUNION ALL\n"))
+
+    def chain_sql(self) -> Fragment:
+        """One branch of :meth:`read`: the open rows of one status behind one head."""
+        q = self.ops.quote
+        return self.ops.statement("chain", lambda: compose(
+            f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN {{}} THEN 1 ELSE 0 END "
+            f"FROM {self.ops.table} AS c WHERE c.{q('aggregate_id')} = {{}} "
+            f"AND c.{q('status')} = {{}} AND c.{q('id')} > {{}} "
+            f"ORDER BY c.{q('id')} LIMIT {{}})",
+            self.claimable, param(AGGREGATE), param(STATUS), param(HEAD), param(SHARE)))
+
+
 class MysqlClaim(ClaimSql):
     """The claim as several statements in the caller's transaction (no UPDATE ...
     RETURNING here): read the buckets' windows, lock the fresh heads among them and the
@@ -195,6 +254,10 @@ class MysqlClaim(ClaimSql):
     # MySQL evaluates SET assignments left to right with the new values, so the claim's
     # SET must read the old status first: claim_set_sql() puts attempts before status.
     qualify_set_columns = True
+
+    def __init__(self, ops: SqlOps) -> None:
+        super().__init__(ops)
+        self.chains = MysqlChains(ops, self.claimable_status_sql("c"))
 
     def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
         slots = self.slots(request)
@@ -217,8 +280,9 @@ class MysqlClaim(ClaimSql):
         shares = {aggregate: chain_share(request.max_chain, request.rows, len(found), rank)
                   for rank, (_, aggregate) in enumerate(found, start=1)}
         if any(shares.values()):
-            ids = sorted(ids + self.chains(cursor, {a: (i, shares[a]) for i, a in found},
-                                           slots["lease_offset"]))[:request.rows]
+            ids = sorted(ids + self.chains.read(
+                cursor, {a: (i, shares[a]) for i, a in found}, slots["lease_offset"]
+            ))[:request.rows]
         for sql, params in self.claimed_sql(ids):
             cursor.execute(sql, params)
         return list(cursor.fetchall())
@@ -231,7 +295,7 @@ class MysqlClaim(ClaimSql):
         return {"oldest_heads": self.oldest_heads_sql(), "bucket_windows": self.windows_sql(1),
                 "bucket_heads": self.bucket_heads_sql([ID]), "due_heads": due,
                 "expired_heads": expired, "still_heads": self.still_heads_sql([ID]),
-                "chains": self.chains_sql(1), "update": update, "read_back": read_back}
+                "chains": self.chains.chains_sql(1), "update": update, "read_back": read_back}
 
     def buckets_param(self, buckets: Sequence[int]) -> Any:
         # A window a bucket, each bucket bound in its own (:meth:`windows_sql`).
@@ -242,6 +306,9 @@ class MysqlClaim(ClaimSql):
     # constant of the claim index's prefix, so the index's full order made it sort every
     # fresh row (4 s a claim at 150,000 pending rows).
     oldest_order = ("id",)
+    # And MariaDB sorts a bucket's rows without a bucket (IS NULL) unless asked for id
+    # order alone.
+    window_order = ("id",)
 
     def oldest_heads_sql(self) -> Fragment:
         """Fresh heads read oldest first, locked: the walk of the claim index in id order
@@ -358,56 +425,6 @@ class MysqlClaim(ClaimSql):
         return compose(f"SELECT c.{self.ops.quote('id')} FROM {self.ops.table} AS c "
                        "WHERE c.{} AND {}", listed,
                        self.head_of_aggregate_sql("c", ignoring=compose("NOT e.{}", listed)))
-
-    def chains(self, cursor: Any, heads: dict[str, tuple[int, int]], lease_offset: Any
-               ) -> list[int]:
-        """Ids of the rows behind ``heads`` (aggregate -> its head's id, all locked by
-        this transaction, and its share: see :func:`~.sql.chain_share`) that chain onto
-        them: each aggregate's next open rows in id order, up to its share, stopping at
-        the first that is not claimable by its own state. Competitors cannot chain these
-        aggregates: they skip the locked heads, and a row behind an open row is never a
-        head.
-
-        No LATERAL here, and the open-rows index is ordered by status before id, so
-        "the next open rows in id order" is read as one index range per open status and
-        head (:meth:`chain_sql`), each in id order and cut at ``share``, as one UNION ALL
-        in one round trip, and merged here: a claim reads at most three times what it
-        hands out, however deep the aggregates' backlogs are.
-        """
-        chaining = {aggregate: head for aggregate, head in heads.items() if head[1]}
-        sql, _ = self.chains_sql(len(chaining))
-        _, branch = self.chain_sql()
-        cursor.execute(sql, [
-            value for aggregate, (head, share) in chaining.items() for status in OPEN_STATUSES
-            for value in bind(branch, lease_offset=lease_offset, aggregate=aggregate,
-                              status=status, head=head, share=share)])
-        rows: dict[str, list[tuple[int, int]]] = {}
-        for row_id, aggregate, claimable in cursor.fetchall():
-            rows.setdefault(aggregate, []).append((row_id, claimable))
-        chained = []
-        for aggregate, following in rows.items():
-            for row_id, claimable in sorted(following)[:chaining[aggregate][1]]:
-                if not claimable:
-                    break
-                chained.append(row_id)
-        return chained
-
-    def chains_sql(self, heads: int) -> Fragment:
-        """The chain read of :meth:`chains` for ``heads`` heads: a branch per head and
-        open status (:meth:`chain_sql`), each bound on its own."""
-        return self.ops.statement(("chains", heads), lambda: join(
-            [self.chain_sql()] * (heads * len(OPEN_STATUSES)), "\nUNION ALL\n"))
-
-    def chain_sql(self) -> Fragment:
-        """One branch of :meth:`chains`: the open rows of one status behind one head."""
-        q = self.ops.quote
-        return self.ops.statement("chain", lambda: compose(
-            f"(SELECT c.{q('id')}, c.{q('aggregate_id')}, CASE WHEN {{}} THEN 1 ELSE 0 END "
-            f"FROM {self.ops.table} AS c WHERE c.{q('aggregate_id')} = {{}} "
-            f"AND c.{q('status')} = {{}} AND c.{q('id')} > {{}} "
-            f"ORDER BY c.{q('id')} LIMIT {{}})",
-            self.claimable_status_sql("c"), param(AGGREGATE), param(STATUS), param(HEAD),
-            param(SHARE)))
 
     def claimed_sql(self, ids: Sequence[Any]) -> tuple[Fragment, Fragment]:
         """The claim's UPDATE of the rows ``ids`` names, and the SELECT that reads them

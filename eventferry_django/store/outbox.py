@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conf import get_settings
-from ..contract import MAX_BATCH
+from ..contract import MAX_BATCH, bucket_of
 from ..exceptions import EventferryError
 from ..models import Status
 from ..publishers.base import OutboundMessage
 from .bound import BoundStore
 from .claim import ClaimRequest
 from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
+from .sql import Fragment
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,24 @@ class OutboxStore(BoundStore):
         rows = self._run(lambda cursor: self.dialect.claim.run(cursor, request),
                          atomic=self.dialect.features.claim_needs_transaction)
         return [self._claimed(row) for row in rows]
+
+    def fill_buckets(self) -> int:
+        """Give the fresh rows without a bucket theirs (see :mod:`.bucket_fill`), the
+        oldest :data:`~.bucket_fill.FILL_WINDOW` rows' aggregates, each aggregate in a
+        transaction of its own; returns how many aggregates it filled (0: none left)."""
+        fill = self.dialect.bucket_fill
+
+        def unbucketed(cursor: Any) -> list[tuple[Any, ...]]:
+            cursor.execute(*fill.unbucketed_sql())
+            return list(cursor.fetchall())
+
+        def filler(sql: Fragment) -> Callable[[Any], None]:
+            return lambda cursor: cursor.execute(*sql)
+
+        aggregates = sorted({aggregate for _, aggregate in self._run(unbucketed, atomic=False)})
+        for aggregate in aggregates:
+            self._run(filler(fill.fill_sql(aggregate, bucket_of(aggregate))), atomic=False)
+        return len(aggregates)
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedEvent:

@@ -19,6 +19,15 @@ DELETE TOP (%s) FROM [messaging].[outbox] WITH (READCOMMITTEDLOCK, READPAST, ROW
 -- insert []
 INSERT INTO [messaging].[outbox] ([message_id], [topic], [aggregate_type], [aggregate_id], [partition_key], [payload], [headers], [trace_id], [bucket]) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s, %s);
 
+-- unbucketed [1000]
+SELECT TOP (%s) f.[id], f.[aggregate_id]
+                FROM [messaging].[outbox] AS f WITH (READCOMMITTEDLOCK, READPAST)
+                WHERE f.[bucket] IS NULL AND f.[status] = 0 AND f.[next_retry_at] IS NULL
+                ORDER BY f.[id];
+
+-- fill_bucket [214, 'agg-7']
+UPDATE [messaging].[outbox] SET [bucket] = %s WHERE [aggregate_id] = %s AND [status] IN (0, 1, 3) AND [status] = 0 AND [next_retry_at] IS NULL AND [bucket] IS NULL;
+
 -- stored_message_ids ['m-1', 'm-2']
 SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);
 

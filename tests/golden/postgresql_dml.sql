@@ -22,3 +22,9 @@ DELETE FROM "outbox" WHERE "id" IN (SELECT "id" FROM "outbox" WHERE "status" IN 
 -- insert []
 WITH inserted AS (INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id", "bucket") VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s), (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING 1) SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one;
 
+-- unbucketed [1000]
+SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %s;
+
+-- fill_bucket [214, 'agg-7']
+UPDATE "outbox" SET "bucket" = %s WHERE "aggregate_id" = %s AND "status" IN (0, 1, 3) AND "status" = 0 AND "next_retry_at" IS NULL AND "bucket" IS NULL;
+

@@ -19,3 +19,9 @@ DELETE FROM "outbox" WHERE "id" IN (SELECT "id" FROM "outbox" WHERE "status" IN 
 -- insert []
 INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id", "bucket") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s, %s);
 
+-- unbucketed [1000]
+SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %s;
+
+-- fill_bucket [214, 'agg-7']
+UPDATE "outbox" SET "bucket" = %s WHERE "aggregate_id" = %s AND "status" IN (0, 1, 3) AND "status" = 0 AND "next_retry_at" IS NULL AND "bucket" IS NULL;
+

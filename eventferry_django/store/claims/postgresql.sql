@@ -85,9 +85,9 @@ WITH fresh AS (
         SELECT w."id" FROM (
             SELECT DISTINCT ON (w."aggregate_id") w.* FROM (
                 SELECT f.* FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
-                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."id" LIMIT %(window)s) AS f
+                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s) AS f
                 UNION ALL
-                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."id" LIMIT %(heads)s)
+                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(heads)s)
             ) AS w ORDER BY w."aggregate_id", w."id"
         ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL))
       AND c."status" = 0 AND c."next_retry_at" IS NULL
@@ -128,9 +128,9 @@ WITH fresh AS (
         SELECT w."id" FROM (
             SELECT DISTINCT ON (w."aggregate_id") w.* FROM (
                 SELECT f.* FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
-                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."id" LIMIT %(window)s) AS f
+                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s) AS f
                 UNION ALL
-                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."id" LIMIT %(heads)s)
+                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(heads)s)
             ) AS w ORDER BY w."aggregate_id", w."id"
         ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL))
       AND c."status" = 0 AND c."next_retry_at" IS NULL
