@@ -13,6 +13,8 @@ from django.db import connection, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.contract import BUCKETS, bucket_of
+from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.relay.bucket_filler import BucketFiller
 from eventferry_django.relay.membership import BUCKET_RELAY, Membership, assign, buckets_of
 from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.outbox import OutboxStore
@@ -176,6 +178,66 @@ def test_rows_without_a_bucket_are_anyones() -> None:
     taken = [store.take(ClaimRequest(10, 60, buckets=elsewhere)) for _ in range(2)]
     assert [[json.loads(e.message.payload)["seq"] for e in claim] for claim in taken] == [
         [0], []]
+
+
+def unbucket(store: OutboxStore, condition: str = "1 = 1") -> None:
+    """Rows as a release before migration 0010 wrote them: without a bucket."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {store.dialect.table} SET {store.dialect.ops.quote('bucket')} "
+                       f"= NULL WHERE {condition}")
+
+
+def buckets_by_message() -> dict[str, int | None]:
+    return dict(OutboxEvent.objects.values_list("message_id", "bucket"))
+
+
+@pytest.mark.skipif("connection.vendor == 'sqlite'",
+                    reason="SQLite does not share the aggregates out (one writer)")
+def test_a_fill_gives_fresh_rows_without_a_bucket_theirs_and_nothing_else() -> None:
+    names = [f"agg-{a}" for a in range(30)]
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"seq": seq}, "a", name, message_id=f"{name}/{seq}")
+                        for seq in range(3) for name in names])
+    store = OutboxStore()
+    unbucket(store)
+    # A settled row and a retry keep what they have: the fill is for fresh rows.
+    done, retry = "agg-0/0", "agg-1/0"
+    OutboxEvent.objects.filter(message_id=done).update(status=Status.DONE)
+    OutboxEvent.objects.filter(message_id=retry).update(status=Status.FAILED)
+
+    assert store.fill_buckets() == 30
+    filled = buckets_by_message()
+    assert filled.pop(done) is None and filled.pop(retry) is None
+    assert filled == {message: bucket_of(message.split("/")[0]) for message in filled}
+    assert store.fill_buckets() == 0
+
+
+@pytest.mark.skipif("connection.vendor == 'sqlite'",
+                    reason="SQLite does not share the aggregates out (one writer)")
+def test_a_relay_with_a_share_fills_as_it_gets_it_then_at_check_ins() -> None:
+    """Relays started together fill before their first claim; afterwards a relay
+    fills at each check-in, and at every look while it finds rows without a bucket."""
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", f"agg-{a}") for a in range(10)])
+    store = OutboxStore()
+    unbucket(store)
+    first = Membership(RelayRegistry(), "first", 60.0, filler=BucketFiller(store, "first"))
+    second = member("second")
+    first.look()  # alone: no share, nothing filled
+    assert set(buckets_by_message().values()) == {None}
+    second.look()
+    first.look()  # a share: filled at once, whatever the check-in interval
+    assert None not in buckets_by_message().values()
+    first.look()  # it found rows last time, so it looks again: none now
+
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", "late")])
+    unbucket(store, "aggregate_id = 'late'")
+    first.look()  # neither a new share nor a check-in: the last fill found none
+    assert buckets_by_message()[OutboxEvent.objects.get(aggregate_id="late").message_id] is None
+    first._checked_in_at = 0.0  # a check-in is due
+    first.look()
+    assert None not in buckets_by_message().values()
 
 
 @pytest.mark.django_db(transaction=False)

@@ -26,6 +26,7 @@ from ..conf import EventferrySettings, get_settings
 from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
 from ..store.outbox import ClaimedEvent, OutboxStore
 from ..store.registry import RelayRegistry
+from .bucket_filler import BucketFiller
 from .claimer import Claimer
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
@@ -74,8 +75,9 @@ class Relay:
         #: Buckets shared out where the vendor can, unless the relay drains and exits.
         drains = config.once or config.until_empty
         shares = self.store.dialect.features.shares_aggregates and not drains
-        self.membership = Membership(RelayRegistry(self.store.alias), config.relay_id,
-                                     config.claim_timeout) if shares else None
+        self.membership = Membership(
+            RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
+            filler=BucketFiller(self.store, config.relay_id)) if shares else None
         self.claimer = Claimer(self.store, self.planner, self.membership, self.stats)
         self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
                                       progress_interval=config.progress_interval)
@@ -98,8 +100,6 @@ class Relay:
         if may_idle:
             self.waker.start()
         self.leases.start()
-        if self.membership is not None:
-            self.membership.start()
         idle_sleep, error_sleep = MIN_IDLE_SLEEP, self.config.error_backoff
         interrupted = True
         if not self._announced:
@@ -107,6 +107,8 @@ class Relay:
             self.reporter.starting(self.describe())
         self.reporter.running(time.monotonic())
         try:
+            if self.membership is not None:
+                self.membership.start()
             while not self._stopping:
                 close_old_connections()
                 try:
@@ -130,12 +132,17 @@ class Relay:
                     idle_sleep = MIN_IDLE_SLEEP
             interrupted = False
         finally:
-            self._wind_down(interrupted)
-            self.leases.stop()
-            if self.membership is not None:
-                self.membership.stop()
-            if may_idle:
-                self.waker.stop()
+            # The threads stop however the wind-down ends (a second signal can cut it
+            # short): a membership left looking would keep a stopped relay live, its
+            # buckets nobody's.
+            try:
+                self._wind_down(interrupted)
+            finally:
+                self.leases.stop()
+                if self.membership is not None:
+                    self.membership.stop()
+                if may_idle:
+                    self.waker.stop()
             # A publishing thread still stuck with an unanswering broker keeps the
             # publisher; the process is on its way out then.
             if self._sender.close(SENDER_EXIT_WAIT if interrupted else None):

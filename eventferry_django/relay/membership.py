@@ -30,6 +30,10 @@ aggregate is open, whoever holds that.
 view, instead of the first one claiming every aggregate until it sees the others (a
 relay settles a batch and claims the next in one transaction, so it keeps what it holds).
 
+**Rows without a bucket** (written before migration 0010, or by code of an earlier
+release) are anyone's until a relay with a share gives them theirs, after its looks
+(:mod:`.bucket_filler`).
+
 **Rolling upgrades.** A relay of this release checks in under a name that starts with
 :data:`BUCKET_RELAY`. A relay of an earlier release checks in without it and shares by a
 hash of its own; while one of those is live, this release's relays claim every bucket, so
@@ -49,6 +53,7 @@ from django.db import Error, connections
 
 from ..contract import BUCKETS
 from ..store.registry import RelayRegistry
+from .bucket_filler import BucketFiller
 from .ticker import Ticker
 
 logger = logging.getLogger(__name__)
@@ -99,8 +104,11 @@ class Membership:
     """This relay's row in the registry and its current :attr:`buckets`, refreshed by
     each look: the first in :meth:`start`, the rest on a thread of its own."""
 
-    def __init__(self, registry: RelayRegistry, relay_id: str, claim_timeout: float) -> None:
+    def __init__(self, registry: RelayRegistry, relay_id: str, claim_timeout: float,
+                 filler: BucketFiller | None = None) -> None:
         self.registry = registry
+        #: Gives rows written without a bucket theirs, after each look.
+        self.filler = filler
         self.relay_id = relay_id
         self.instance = f"{BUCKET_RELAY}{uuid.uuid4().hex}"
         self.live_for = claim_timeout * LIVE_SHARE_OF_LEASE
@@ -120,8 +128,9 @@ class Membership:
         """Learn who is live and this relay's buckets, checking in when one is due. A
         failure (the database away, or migration 0009 not applied) is logged once and
         leaves the relay claiming every bucket: correct, only not shared."""
+        checking_in = time.monotonic() - self._checked_in_at >= self.check_in_interval
         try:
-            if time.monotonic() - self._checked_in_at >= self.check_in_interval:
+            if checking_in:
                 live = self.registry.check_in(self.instance, self.relay_id, self.live_for)
                 self._checked_in_at = time.monotonic()
             else:
@@ -142,6 +151,8 @@ class Membership:
             logger.info("[%s] %d relay(s) share the work", self.relay_id, len(live))
         self._failing, self._legacy = False, legacy
         self.relays, self.buckets = len(live), buckets_of(live, self.instance)
+        if self.filler is not None:
+            self.filler.after_look(self.buckets, checked_in=checking_in)
 
     def start(self, sleep: Callable[[float], object] = time.sleep) -> None:
         """Check in, look again for :data:`JOIN_GRACE`, then keep looking on a thread."""
