@@ -42,7 +42,8 @@ from types import TracebackType
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.scale import declare_capped_queue, numbers_sql  # noqa: E402
+from benchmarks.cpu import machine_ticks  # noqa: E402
+from benchmarks.scale import bucket_sql, declare_capped_queue, numbers_sql  # noqa: E402
 from benchmarks.servers import (  # noqa: E402
     PrivatePostgres,
     PrivateRabbitMQ,
@@ -179,12 +180,13 @@ def insert_pending(events: int, aggregates: int) -> None:
 
     name = connection.ops.quote_name(OutboxEvent._meta.db_table)
     stamp = time.time_ns()
+    aggregate = "'agg-' || (n %% %(aggregates)s)"
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {name} (message_id, topic, aggregate_type, aggregate_id, payload, "
-            "headers) SELECT %(prefix)s || n, 'far.event', 'account', "
-            "'agg-' || (n %% %(aggregates)s), jsonb_build_object('n', n, 'pad', "
-            "repeat('x', %(pad)s)), '{}' "
+            f"headers, bucket) SELECT %(prefix)s || n, 'far.event', 'account', {aggregate}, "
+            "jsonb_build_object('n', n, 'pad', repeat('x', %(pad)s)), '{}', "
+            f"{bucket_sql(aggregate, 'postgresql')} "
             f"FROM ({numbers_sql('postgresql')}) AS s ORDER BY n",
             {"prefix": f"far-{stamp}-", "start": 1, "stop": events, "pad": PAD,
              "aggregates": aggregates})
@@ -249,14 +251,6 @@ def relays(count: int, env: dict[str, str], logs: Path) -> Iterator[None]:
                 process.kill()
 
 
-def cpu_times() -> tuple[int, int]:
-    """The machine's busy and total CPU time so far, in clock ticks (``/proc/stat``)."""
-    with open("/proc/stat") as stat:
-        ticks = [int(n) for n in stat.readline().split()[1:]]
-    idle = ticks[3] + ticks[4]  # idle and iowait
-    return sum(ticks) - idle, sum(ticks)
-
-
 @dataclass(frozen=True)
 class Drain:
     rate: float
@@ -270,12 +264,12 @@ def drain(count: int, events: int, aggregates: int, env: dict[str, str], logs: P
     how busy the machine was meanwhile."""
     empty_outbox()
     with relays(count, env, logs):
-        started, (busy, total) = time.perf_counter(), cpu_times()
+        started, (busy, total) = time.perf_counter(), machine_ticks()
         insert_pending(events, aggregates)
         while open_rows():
             time.sleep(0.2)
         seconds = time.perf_counter() - started
-        busy_after, total_after = cpu_times()
+        busy_after, total_after = machine_ticks()
         return Drain(events / seconds, (busy_after - busy) / max(total_after - total, 1))
 
 

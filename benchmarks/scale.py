@@ -57,6 +57,15 @@ def numbers_sql(vendor: str) -> str:
             "WHERE %(start)s + a.k * 1000 + b.k <= %(stop)s")
 
 
+def bucket_sql(aggregate: str, vendor: str) -> str:
+    """The bucket of the aggregate id ``aggregate`` (an SQL expression) as
+    ``publish_event()`` computes it (``contract.bucket_of``): the first byte of the MD5 of
+    its UTF-8 text."""
+    if vendor == "postgresql":
+        return f"get_byte(decode(md5({aggregate}), 'hex'), 0)"
+    return f"CONV(LEFT(MD5({aggregate}), 2), 16, 10)"
+
+
 def insert_rows(prefix: str, start: int, count: int, *, done: bool) -> None:
     """``count`` rows named ``prefix-n``, done two days ago or pending, over 1,000
     aggregates, in chunks of a million per statement."""

@@ -49,197 +49,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import servers  # noqa: E402
-from benchmarks.scale import numbers_sql  # noqa: E402
+from benchmarks.cpu import CLOCK_TICKS, machine_ticks, process_ticks  # noqa: E402
+from benchmarks.drain_databases import DATABASES, Database, outbox_table  # noqa: E402
+from benchmarks.scale import bucket_sql, numbers_sql  # noqa: E402
 from benchmarks.soak_report import table  # noqa: E402
 
 PAD = 150  # payloads of about 200 bytes, as in benchmarks/scale.py
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-# -- CPU ----------------------------------------------------------------------------------
-def machine_ticks() -> tuple[int, int]:
-    """The machine's busy and total CPU time so far, in clock ticks (``/proc/stat``)."""
-    with open("/proc/stat") as stat:
-        ticks = [int(n) for n in stat.readline().split()[1:]]
-    idle = ticks[3] + ticks[4]  # idle and iowait
-    return sum(ticks) - idle, sum(ticks)
-
-
-def process_ticks(root: int) -> int:
-    """CPU ticks used so far by process ``root`` (all its threads) and its children,
-    those that exited included (a database server's postmaster and its backends, which
-    come and go: autovacuum workers, say)."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(entry.name), int(fields[1])
-        if pid == root:  # utime, stime, and its children's that it has waited for
-            total += sum(int(fields[n]) for n in (11, 12, 13, 14))
-        elif ppid == root:
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
-# -- the databases ------------------------------------------------------------------------
-class Database:
-    """A private server, the Django settings that reach it, and its set-based SQL."""
-
-    vendor: str
-    server: servers.PrivateServer
-
-    def __enter__(self) -> Database:
-        self.server.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.__exit__(None, None, None)
-
-    def env(self) -> dict[str, str]:
-        raise NotImplementedError
-
-    def server_pid(self) -> int:
-        raise NotImplementedError
-
-    def create(self) -> None:
-        raise NotImplementedError
-
-    def empty(self) -> None:
-        raise NotImplementedError
-
-    def top_statements(self) -> list[str]:
-        return []
-
-
-class StatementsPostgres(servers.PrivatePostgres):
-    """The private PostgreSQL with ``pg_stat_statements`` loaded (``--statements``)."""
-
-    def start(self) -> None:
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.write("shared_preload_libraries = 'pg_stat_statements'\n"
-                       "pg_stat_statements.track = all\n")
-        super().start()
-
-
-class Postgres(Database):
-    vendor = "postgresql"
-
-    def __init__(self, base: Path, statements: bool = False) -> None:
-        self.server = (StatementsPostgres if statements else servers.PrivatePostgres)(base)
-        self.statements = statements
-
-    def env(self) -> dict[str, str]:
-        return {"EVENTFERRY_SOAK_VENDOR": "postgres",
-                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base),
-                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
-
-    def server_pid(self) -> int:
-        return int((self.server.data / "postmaster.pid").read_text().split()[0])
-
-    def create(self) -> None:
-        import psycopg
-
-        with psycopg.connect(host=str(self.server.base), port=self.server.port, user="postgres",
-                             dbname="postgres", autocommit=True) as conn:
-            conn.execute("CREATE DATABASE soak")
-
-    def empty(self) -> None:
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(f"TRUNCATE {outbox_table()}")
-            cursor.execute(f"VACUUM ANALYZE {outbox_table()}")
-            if self.statements:
-                cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-                cursor.execute("SELECT pg_stat_statements_reset()")
-
-    def top_statements(self) -> list[str]:
-        """The statements that took the most time since :meth:`empty`: calls, ms and
-        shared buffers per call, rows per call."""
-        if not self.statements:
-            return []
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT calls, total_exec_time / calls, (shared_blks_hit + shared_blks_read) "
-                "/ calls, rows / calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) "
-                "FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 8")
-            return [f"  {calls:>7,} calls {ms:8.2f} ms {blocks:9,.0f} buffers {rows:6,.0f} rows "
-                    f"{query}" for calls, ms, blocks, rows, query in cursor.fetchall()]
-
-
-class StatementsMariaDB(servers.PrivateMariaDB):
-    """The private MariaDB with the performance schema on (``--statements``)."""
-
-    def _options(self) -> list[str]:
-        return [*super()._options(), "--performance-schema=ON"]
-
-
-class Mariadb(Database):
-    vendor = "mysql"
-
-    def __init__(self, base: Path, statements: bool = False) -> None:
-        self.server = (StatementsMariaDB if statements else servers.PrivateMariaDB)(base)
-        self.statements = statements
-
-    def env(self) -> dict[str, str]:
-        return {"EVENTFERRY_SOAK_VENDOR": "mariadb",
-                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base / "mysqld.sock"),
-                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
-
-    def server_pid(self) -> int:
-        return int((self.server.base / "mysqld.pid").read_text().split()[0])
-
-    def create(self) -> None:
-        import pymysql
-
-        conn = pymysql.connect(unix_socket=str(self.server.base / "mysqld.sock"), user="root")
-        with conn.cursor() as cursor:
-            cursor.execute("CREATE DATABASE soak CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-        conn.close()
-
-    def empty(self) -> None:
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(f"TRUNCATE TABLE {outbox_table()}")
-            cursor.execute(f"ANALYZE TABLE {outbox_table()}")
-            cursor.fetchall()
-            if self.statements:
-                cursor.execute("TRUNCATE performance_schema.events_statements_summary_by_digest")
-
-    def top_statements(self) -> list[str]:
-        """The statements that took the most time since :meth:`empty`: calls, ms per
-        call, rows examined and sent per call."""
-        if not self.statements:
-            return []
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count_star, sum_timer_wait / count_star / 1e9, sum_rows_examined / "
-                "count_star, sum_rows_sent / count_star, left(digest_text, 70) "
-                "FROM performance_schema.events_statements_summary_by_digest "
-                "WHERE count_star > 0 ORDER BY sum_timer_wait DESC LIMIT 8")
-            return [f"  {calls:>7,} calls {ms:8.2f} ms {examined:9,.0f} examined "
-                    f"{sent:6,.0f} rows {query}"
-                    for calls, ms, examined, sent, query in cursor.fetchall()]
-
-
-DATABASES = {"postgresql": Postgres, "mariadb": Mariadb}
-
-
-def outbox_table() -> str:
-    from django.db import connection
-
-    from eventferry_django.models import OutboxEvent
-
-    return connection.ops.quote_name(OutboxEvent._meta.db_table)
 
 
 def insert_pending(events: int, aggregates: int) -> None:
@@ -253,15 +68,11 @@ def insert_pending(events: int, aggregates: int) -> None:
                  else "CONCAT('agg-', LPAD(n %% %(aggregates)s, 5, '0'))")
     payload = ("jsonb_build_object('n', n, 'pad', repeat('x', %(pad)s))" if postgres
                else "JSON_OBJECT('n', n, 'pad', REPEAT('x', %(pad)s))")
-    # The aggregate's bucket as publish_event() computes it (contract.bucket_of): the
-    # first byte of the MD5 of its UTF-8 text.
-    bucket = (f"get_byte(decode(md5({aggregate}), 'hex'), 0)" if postgres
-              else f"CONV(LEFT(MD5({aggregate}), 2), 16, 10)")
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {outbox_table()} (message_id, topic, aggregate_type, aggregate_id, "
             f"payload, headers, bucket) SELECT {concat}, 'scale.event', 'account', "
-            f"{aggregate}, {payload}, '{{}}', {bucket} "
+            f"{aggregate}, {payload}, '{{}}', {bucket_sql(aggregate, connection.vendor)} "
             f"FROM ({numbers_sql(connection.vendor)}) AS s ORDER BY n",
             {"prefix": f"so-{time.time_ns()}-", "start": 0, "stop": events - 1, "pad": PAD,
              "aggregates": aggregates})
@@ -417,7 +228,9 @@ def relay_env(database: Database, rtt_ms: float, counts: Path | None = None
         options["counts"] = str(counts)
     settings = {"PUBLISHER": {"BACKEND": "benchmarks.simulated_broker.SimulatedBroker",
                               "OPTIONS": options}}
-    return dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="benchmarks.soak_settings",
+    # Keeps what PYTHONPATH already holds: on a device machine, the carried wheels.
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    return dict(os.environ, PYTHONPATH=path, DJANGO_SETTINGS_MODULE="benchmarks.soak_settings",
                 EVENTFERRY_SOAK_EVENTFERRY=json.dumps(settings), **database.env())
 
 

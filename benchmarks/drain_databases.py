@@ -1,0 +1,166 @@
+"""The private databases a drain benchmark runs on (:mod:`benchmarks.servers`), each with
+the Django settings that reach it, its set-based SQL and, with ``statements``, the
+statements that cost the most time (PostgreSQL's ``pg_stat_statements``, MariaDB's
+performance schema)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import servers
+
+
+class Database:
+    """A private server, the Django settings that reach it, and its set-based SQL."""
+
+    vendor: str
+    server: servers.PrivateServer
+
+    def __enter__(self) -> Database:
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(None, None, None)
+
+    def env(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def server_pid(self) -> int:
+        raise NotImplementedError
+
+    def create(self) -> None:
+        raise NotImplementedError
+
+    def empty(self) -> None:
+        raise NotImplementedError
+
+    def top_statements(self) -> list[str]:
+        return []
+
+
+class StatementsPostgres(servers.PrivatePostgres):
+    """The private PostgreSQL with ``pg_stat_statements`` loaded (``--statements``)."""
+
+    def start(self) -> None:
+        with (self.data / "postgresql.conf").open("a") as conf:
+            conf.write("shared_preload_libraries = 'pg_stat_statements'\n"
+                       "pg_stat_statements.track = all\n")
+        super().start()
+
+
+class Postgres(Database):
+    vendor = "postgresql"
+
+    def __init__(self, base: Path, statements: bool = False) -> None:
+        self.server = (StatementsPostgres if statements else servers.PrivatePostgres)(base)
+        self.statements = statements
+
+    def env(self) -> dict[str, str]:
+        return {"EVENTFERRY_SOAK_VENDOR": "postgres",
+                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base),
+                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
+
+    def server_pid(self) -> int:
+        return int((self.server.data / "postmaster.pid").read_text().split()[0])
+
+    def create(self) -> None:
+        import psycopg
+
+        with psycopg.connect(host=str(self.server.base), port=self.server.port, user="postgres",
+                             dbname="postgres", autocommit=True) as conn:
+            conn.execute("CREATE DATABASE soak")
+
+    def empty(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE {outbox_table()}")
+            cursor.execute(f"VACUUM ANALYZE {outbox_table()}")
+            if self.statements:
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                cursor.execute("SELECT pg_stat_statements_reset()")
+
+    def top_statements(self) -> list[str]:
+        """The statements that took the most time since :meth:`empty`: calls, ms and
+        shared buffers per call, rows per call."""
+        if not self.statements:
+            return []
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT calls, total_exec_time / calls, (shared_blks_hit + shared_blks_read) "
+                "/ calls, rows / calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) "
+                "FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 8")
+            return [f"  {calls:>7,} calls {ms:8.2f} ms {blocks:9,.0f} buffers {rows:6,.0f} rows "
+                    f"{query}" for calls, ms, blocks, rows, query in cursor.fetchall()]
+
+
+class StatementsMariaDB(servers.PrivateMariaDB):
+    """The private MariaDB with the performance schema on (``--statements``)."""
+
+    def _options(self) -> list[str]:
+        return [*super()._options(), "--performance-schema=ON"]
+
+
+class Mariadb(Database):
+    vendor = "mysql"
+
+    def __init__(self, base: Path, statements: bool = False) -> None:
+        self.server = (StatementsMariaDB if statements else servers.PrivateMariaDB)(base)
+        self.statements = statements
+
+    def env(self) -> dict[str, str]:
+        return {"EVENTFERRY_SOAK_VENDOR": "mariadb",
+                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base / "mysqld.sock"),
+                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
+
+    def server_pid(self) -> int:
+        return int((self.server.base / "mysqld.pid").read_text().split()[0])
+
+    def create(self) -> None:
+        import pymysql
+
+        conn = pymysql.connect(unix_socket=str(self.server.base / "mysqld.sock"), user="root")
+        with conn.cursor() as cursor:
+            cursor.execute("CREATE DATABASE soak CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        conn.close()
+
+    def empty(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE TABLE {outbox_table()}")
+            cursor.execute(f"ANALYZE TABLE {outbox_table()}")
+            cursor.fetchall()
+            if self.statements:
+                cursor.execute("TRUNCATE performance_schema.events_statements_summary_by_digest")
+
+    def top_statements(self) -> list[str]:
+        """The statements that took the most time since :meth:`empty`: calls, ms per
+        call, rows examined and sent per call."""
+        if not self.statements:
+            return []
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count_star, sum_timer_wait / count_star / 1e9, sum_rows_examined / "
+                "count_star, sum_rows_sent / count_star, left(digest_text, 70) "
+                "FROM performance_schema.events_statements_summary_by_digest "
+                "WHERE count_star > 0 ORDER BY sum_timer_wait DESC LIMIT 8")
+            return [f"  {calls:>7,} calls {ms:8.2f} ms {examined:9,.0f} examined "
+                    f"{sent:6,.0f} rows {query}"
+                    for calls, ms, examined, sent, query in cursor.fetchall()]
+
+
+DATABASES = {"postgresql": Postgres, "mariadb": Mariadb}
+
+
+def outbox_table() -> str:
+    from django.db import connection
+
+    from eventferry_django.models import OutboxEvent
+
+    return connection.ops.quote_name(OutboxEvent._meta.db_table)
