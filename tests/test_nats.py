@@ -9,6 +9,7 @@ nats-py, or without a server answering, the broker tests skip and say why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -245,6 +246,43 @@ def test_a_missing_stream_or_server_is_an_outage(nats_url: str) -> None:
     finally:
         missing.close()
         nobody.close()
+
+
+def test_a_stream_deleted_under_the_publisher_retries_then_is_an_outage(
+    nats_url: str,
+) -> None:
+    stream = Stream(nats_url)
+    publisher = NatsPublisher(servers=nats_url, subject=stream.prefix + ".{topic}",
+                              stream=stream.name, publish_timeout=2)
+    try:
+        assert outcomes(publisher.publish([message(1)])) == [Outcome.OK]
+        stream.delete()
+        # It took the subject a moment ago: not the message's fault, and looked up again.
+        [result] = publisher.publish([message(2)])
+        assert result.outcome is Outcome.RETRY
+        assert f"stream '{stream.name}' did not answer (no responders)" in str(result.error)
+        with pytest.raises(BrokerUnavailable, match="does not exist"):
+            publisher.publish([message(2)])
+    finally:
+        publisher.close()
+        with contextlib.suppress(Exception):  # deleted already, unless the test failed early
+            stream.delete()
+
+
+def test_a_duplicate_window_shorter_than_a_republish_is_warned_about(
+    nats_url: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    stream = Stream(nats_url, duplicate_window=30)  # CLAIM_TIMEOUT is 60 s
+    publisher = NatsPublisher(servers=nats_url, subject=stream.prefix + ".{topic}",
+                              stream=stream.name)
+    try:
+        with caplog.at_level("WARNING", logger="eventferry_django.publishers.nats_link"):
+            assert outcomes(publisher.publish([message(1)])) == [Outcome.OK]
+    finally:
+        publisher.close()
+        stream.delete()
+    assert f"JetStream stream '{stream.name}' drops duplicates for 30s, less than the 76s" in (
+        caplog.text)
 
 
 def test_cloudevents_binary_follows_the_nats_binding(
