@@ -189,7 +189,7 @@ class AckBatch:
 
 class NatsLink:
     """One NATS connection with its reply inbox, opened on first use, dropped on any
-    failure; lives on ``loop`` (every method but :meth:`run` runs there)."""
+    failure; it lives on ``loop``: :meth:`run` and :meth:`close` hand their work over."""
 
     def __init__(self, settings: NatsSettings, describe: str) -> None:
         self.settings = settings
