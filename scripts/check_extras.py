@@ -42,6 +42,7 @@ EXTRAS: dict[str, list[str]] = {
     "": ["check"],
     "kombu": ["check"],
     "celery": ["check"],
+    "nats": ["check"],
     "postgresql": ["check", "--database", "default"],
     "mysql": ["check", "--database", "default"],
     "mssql": ["check"],

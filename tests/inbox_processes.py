@@ -14,8 +14,11 @@ from typing import Any
 
 from kombu import Connection, Queue
 
+from eventferry_django.models import InboxMessage
+
 from .amqp import AMQP_URL, require_broker, unique_name
 from .relay_process import ROOT, relay_env, wait_until
+from .testapp.models import Shipment
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -30,13 +33,12 @@ class ConsumerProcesses:
     the trace file. The processes declare the queue; it is deleted when they stop."""
 
     def __init__(self, directory: Path, command: list[str], *, count: int = 2) -> None:
-        require_broker()
-        self.queue = unique_name("eventferry-inbox-test")
+        self.queue = self.prepare()
         self.trace = directory / "trace.jsonl"
         env = relay_env({"PUBLISHER": {
             "BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"}})
         env.update(EVENTFERRY_TEST_QUEUE=self.queue, EVENTFERRY_TEST_TRACE=str(self.trace),
-                   EVENTFERRY_AMQP_URL=AMQP_URL)
+                   **self.broker_env())
         self.logs = [directory / f"consumer{n}.log" for n in range(count)]
         self.processes = [
             subprocess.Popen([part.format(n=n, queue=self.queue) for part in command],
@@ -44,6 +46,18 @@ class ConsumerProcesses:
                              stdout=log.open("ab"), stderr=subprocess.STDOUT)
             for n, log in enumerate(self.logs)
         ]
+
+    def prepare(self) -> str:
+        """Check the broker; the name of the queue the processes are to read."""
+        require_broker()
+        return unique_name("eventferry-inbox-test")
+
+    def broker_env(self) -> dict[str, str]:
+        return {"EVENTFERRY_AMQP_URL": AMQP_URL}
+
+    def delete_queue(self) -> None:
+        with Connection(AMQP_URL) as connection:
+            Queue(self.queue).bind(connection.default_channel).delete()
 
     def wait_ready(self) -> None:
         wait_until(lambda: sum(e["event"] == "ready" for e in read_trace(self.trace))
@@ -68,6 +82,18 @@ class ConsumerProcesses:
         a, b = started
         return started[a] < finished[b] and started[b] < finished[a]
 
+    def assert_shipped_once(self, message_id: str, reference: str) -> None:
+        """Two deliveries of ``message_id`` ran at once in the two processes: one shipped
+        ``reference``, the other skipped it as a duplicate, and the inbox holds it once."""
+        self.wait_finished(message_id)
+        assert self.overlapped(message_id), self.output()
+        outcomes = sorted(e["outcome"] for e in self.events("end", message_id))
+        assert outcomes == ["duplicate", "handled"], self.output()
+        assert len(self.events("body", message_id)) == 1
+        assert list(Shipment.objects.values_list("order_reference", flat=True)) == [reference]
+        assert list(InboxMessage.objects.values_list("consumer", "message_id")) == [
+            ("shipping", message_id)]
+
     def output(self) -> str:
         return "\n".join(f"--- {log.name}\n{log.read_text()}" for log in self.logs
                          if log.exists())
@@ -82,14 +108,14 @@ class ConsumerProcesses:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
-        with Connection(AMQP_URL) as connection:
-            Queue(self.queue).bind(connection.default_channel).delete()
+        self.delete_queue()
 
 
 @contextmanager
-def running(directory: Path, command: list[str]) -> Iterator[ConsumerProcesses]:
+def running(directory: Path, command: list[str],
+            kind: type[ConsumerProcesses] = ConsumerProcesses) -> Iterator[ConsumerProcesses]:
     """Two consumer processes, ready to consume; stopped (and their queue deleted) after."""
-    processes = ConsumerProcesses(directory, command)
+    processes = kind(directory, command)
     try:
         processes.wait_ready()
         yield processes

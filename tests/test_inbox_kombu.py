@@ -46,14 +46,7 @@ def test_two_consumers_get_the_same_message_at_once_and_ship_once(
             producer.publish({"reference": "SO-1", "linger": 1.0}, routing_key=consumers.queue,
                              message_id=message_id)
 
-    consumers.wait_finished(message_id)
-    assert consumers.overlapped(message_id), consumers.output()
-    outcomes = sorted(e["outcome"] for e in consumers.events("end", message_id))
-    assert outcomes == ["duplicate", "handled"], consumers.output()
-    assert len(consumers.events("body", message_id)) == 1
-    assert list(Shipment.objects.values_list("order_reference", flat=True)) == ["SO-1"]
-    assert list(InboxMessage.objects.values_list("consumer", "message_id")) == [
-        ("shipping", message_id)]
+    consumers.assert_shipped_once(message_id, "SO-1")
     # Both deliveries were acked: nothing is left in the queue.
     with Connection(AMQP_URL) as broker:
         _, waiting, _ = broker.default_channel.queue_declare(consumers.queue, passive=True)

@@ -390,6 +390,19 @@ def test_relay_started_while_the_broker_is_away_waits_for_it(
     assert_in_order_per_aggregate(received, 5)
 
 
+def cut_mid_drain(relays: Relays, cut: Callable[[], None]) -> int:
+    """Once the relay has published 300 events, ``cut()`` the broker away; wait until the
+    relay found it gone twice, having spent no attempt. Returns how many were done then."""
+    wait_until(lambda: OutboxEvent.objects.done().count() >= 300, timeout=30,
+               what="the relay to get going", relays=relays, interval=0.02)
+    cut()
+    done_at_cut = OutboxEvent.objects.done().count()
+    wait_until(lambda: broker_errors(relays, "relay") >= 2, timeout=30,
+               what="the relay to find the broker gone twice", relays=relays)
+    assert not OutboxEvent.objects.filter(attempts__gt=0).exists()
+    return done_at_cut
+
+
 @babelfish_gap("slow-start-up", "a relay process's first claim compiles for seconds there, past the test's 30 s waits")
 def test_broker_cut_mid_stream_loses_nothing_and_resends_only_the_batch_in_flight(
     amqp_url: str, topic_queue: Callable[..., TopicQueue], relays: Relays, proxy: TcpProxy,
@@ -402,13 +415,7 @@ def test_broker_cut_mid_stream_loses_nothing_and_resends_only_the_batch_in_fligh
     settings = outage_settings(proxied_url(amqp_url, proxy), queue.exchange, batch_size)
     relays.start({**settings, "MAX_CHAIN": 1},
                  "relay", "--batch-size", str(batch_size), "--poll-interval", "0.2")
-    wait_until(lambda: OutboxEvent.objects.done().count() >= 300, timeout=30,
-               what="the relay to get going", relays=relays, interval=0.02)
-    proxy.cut()
-    done_at_cut = OutboxEvent.objects.done().count()
-    wait_until(lambda: broker_errors(relays, "relay") >= 2, timeout=30,
-               what="the relay to find the broker gone twice", relays=relays)
-    assert not OutboxEvent.objects.filter(attempts__gt=0).exists()
+    done_at_cut = cut_mid_drain(relays, proxy.cut)
     proxy.restore()
     wait_until(all_settled, timeout=45, what="the rest after the broker came back",
                relays=relays)

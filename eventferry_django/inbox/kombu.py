@@ -30,53 +30,29 @@ requeued when ``requeue_on_error`` is set).
 
 from __future__ import annotations
 
-import enum
 import importlib
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from django.db import close_old_connections
-
-from ..conf import get_settings
 from ..exceptions import InvalidMessage
 from ..publishers.message_format import CLOUDEVENTS_JSON, cloudevent_id
-from ..store.inbox import InboxStore
-from . import DUPLICATE, check_key, run_once
+from . import check_key
+from .delivery import BrokerCallback, Delivery
+
+__all__ = ["Delivery", "InboxCallback"]
 
 logger = logging.getLogger(__name__)
 
 
-class Delivery(enum.Enum):
-    """What became of one delivery."""
-
-    HANDLED = "handled"
-    DUPLICATE = "duplicate"
-    #: Failed, or had no usable message id: rejected without requeueing.
-    REJECTED = "rejected"
-    #: Failed on a deadlock or lock timeout (or on anything, with ``requeue_on_error``):
-    #: back in the queue for another try.
-    REQUEUED = "requeued"
-
-
-class InboxCallback:
+class InboxCallback(BrokerCallback):
     """A kombu callback ``(body, message)`` that runs ``handler(body, message)`` at most
-    once per message id for ``consumer``. Calling it returns a :class:`Delivery`."""
+    once per message id for ``consumer``. Calling it returns a :class:`Delivery`. Made
+    as ``InboxCallback(consumer, handler, *, using=None, requeue_on_error=False)``."""
 
-    def __init__(
-        self,
-        consumer: str,
-        handler: Callable[[Any, Any], object],
-        *,
-        using: str | None = None,
-        requeue_on_error: bool = False,
-    ) -> None:
-        self.consumer = check_key(consumer, "consumer")
+    def prepare(self) -> None:
+        """kombu decodes a body before calling back: teach it CloudEvents' JSON first."""
         _decode_structured_cloudevents()
-        self.handler = handler
-        self.using = using
-        self.requeue_on_error = requeue_on_error
 
     def __call__(self, body: Any, message: Any) -> Delivery:
         try:
@@ -89,23 +65,12 @@ class InboxCallback:
                          message.delivery_info.get("routing_key"), exc)
             message.reject(requeue=False)
             return Delivery.REJECTED
-        # A consumer runs for days: connections the database closed meanwhile, or that
-        # outlived CONN_MAX_AGE, are replaced before and after each message, as Django
-        # does around each request.
-        close_old_connections()
-        try:
-            result = run_once(self.consumer, message_id,
-                              lambda: self.handler(body, message), using=self.using)
-        except Exception as exc:
-            transient = InboxStore(self.using or get_settings().database).is_transient(exc)
-            logger.exception("%s failed to handle message %s", self.consumer, message_id)
-            requeue = transient or self.requeue_on_error
-            message.reject(requeue=requeue)
-            return Delivery.REQUEUED if requeue else Delivery.REJECTED
-        finally:
-            close_old_connections()
-        message.ack()
-        return Delivery.DUPLICATE if result is DUPLICATE else Delivery.HANDLED
+        delivery = self.deliver(message_id, body, message, logger)
+        if delivery in (Delivery.REQUEUED, Delivery.REJECTED):
+            message.reject(requeue=delivery is Delivery.REQUEUED)
+        else:
+            message.ack()
+        return delivery
 
 
 def _decode_structured_cloudevents() -> None:

@@ -21,14 +21,11 @@ Configure it with::
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.checks import CheckMessage
-from django.utils.module_loading import import_string
 
-from ..exceptions import ConfigurationError
 from .amqp_confirm import AmqpConfirmPublisher
 from .base import (  # RESERVED_HEADERS and broker_headers: re-exported, they lived here
     RESERVED_HEADERS,
@@ -48,11 +45,12 @@ from .options import (
     positive_seconds,
     raise_if_serious,
 )
+from .templates import TEMPLATE_FIELDS, key_function, key_problem
 
 __all__ = ["OPTIONS", "RESERVED_HEADERS", "KombuPublisher", "broker_headers"]
 
 #: Fields a ``routing_key`` format string may use.
-ROUTING_KEY_FIELDS = frozenset({"topic", "aggregate_type", "aggregate_id", "partition_key"})
+ROUTING_KEY_FIELDS = TEMPLATE_FIELDS
 
 EXCHANGE_TYPES = ("direct", "topic", "fanout", "headers")
 
@@ -86,76 +84,13 @@ def _exchange_type_problem(value: object) -> str | None:
     return None if value in EXCHANGE_TYPES else f"must be one of {', '.join(EXCHANGE_TYPES)}"
 
 
-def _format_fields(template: str) -> list[str | None]:
-    """Field names of a ``str.format`` template (None for a positional ``{}``)."""
-    return [
-        field_name or None
-        for _, field_name, _, _ in string.Formatter().parse(template)
-        if field_name is not None
-    ]
-
-
-def _routing_key_problem(value: object) -> str | None:
-    """Why ``value`` cannot be a ``routing_key`` option, or None when it can."""
-    if value is None or (callable(value) and not isinstance(value, str)):
-        return None
-    if not isinstance(value, str):
-        return "must be a format string or the dotted path of a callable"
-    if "{" in value or "}" in value:
-        try:
-            fields = _format_fields(value)
-        except ValueError as exc:
-            return f"is not a valid format string ({exc})"
-        unknown = [f for f in fields if f not in ROUTING_KEY_FIELDS]
-        if unknown:
-            return (
-                f"uses {', '.join(repr(f) if f else '{}' for f in unknown)}; a format string "
-                f"may use only {', '.join('{' + f + '}' for f in sorted(ROUTING_KEY_FIELDS))}"
-            )
-        return None
-    # Without braces it names a callable; a constant key would silently hide a typo.
-    try:
-        target = import_string(value)
-    except ImportError as exc:
-        return (
-            "has no {placeholders}, so it must be the dotted path of a callable "
-            f"(OutboundMessage) -> str, but it cannot be imported: {exc}"
-        )
-    if not callable(target):
-        return "names something that is not callable"
-    return None
-
-
-def _routing_key_function(value: object) -> RoutingKey:
-    """Turn a validated ``routing_key`` option into a function of the message."""
-    if value is None:
-        value = "{topic}"
-    if isinstance(value, str) and ("{" in value or "}" in value):
-        template = value
-
-        def from_template(message: OutboundMessage) -> str:
-            return template.format_map({
-                "topic": message.topic,
-                "aggregate_type": message.aggregate_type,
-                "aggregate_id": message.aggregate_id,
-                "partition_key": message.effective_partition_key,
-            })
-
-        return from_template
-    target = import_string(value) if isinstance(value, str) else value
-    if not callable(target):
-        raise ConfigurationError(f"KombuPublisher routing_key {value!r} is not callable.")
-    function: RoutingKey = target
-    return function
-
-
 #: KombuPublisher's OPTIONS, declared once: ``check()`` and the constructor's defaults.
 OPTIONS = OptionTable((
     Option("url", "eventferry.E030", _url_problem, required=URL_REQUIRED,
            required_id="eventferry.E030", is_url=True),
     Option("exchange", "eventferry.E032", _exchange_problem, default="eventferry"),
     Option("exchange_type", "eventferry.E032", _exchange_type_problem, default="topic"),
-    Option("routing_key", "eventferry.E032", _routing_key_problem),
+    Option("routing_key", "eventferry.E032", key_problem),
     Option("connect_timeout", "eventferry.E032", positive_seconds, default=5),
     Option("publish_timeout", "eventferry.E032", positive_seconds, default=10),
     Option("declare_exchange", "eventferry.E032", boolean, default=True),
@@ -249,7 +184,7 @@ class KombuPublisher(Publisher):
         assert url is not None  # check() reported E030 otherwise
         self.settings = KombuSettings(
             url=url, exchange=exchange, exchange_type=exchange_type,
-            routing_key=_routing_key_function(routing_key),
+            routing_key=key_function(routing_key),
             connect_timeout=float(connect_timeout), publish_timeout=float(publish_timeout),
             declare_exchange=declare_exchange, max_message_bytes=max_message_bytes,
             message_format=MessageFormat.from_settings(),

@@ -21,15 +21,20 @@ current AMQP binding prefers (``cloudEvents:`` is not a valid JMS property name,
 2.0 clients could not read it); receivers, this one's inbox included, accept both.
 Structured mode sends one ``application/cloudevents+json`` document whose ``data`` is
 the payload, unchanged.
+
+Another protocol binding names and spells its headers otherwise: a publisher passes its
+:class:`HeaderBinding` (:data:`NATS_BINDING`: ``ce-<attribute>`` headers, percent-encoded
+values, ``datacontenttype`` a header like the others) and the envelope follows it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote
 
 from .base import OutboundMessage, broker_headers
 
@@ -38,6 +43,47 @@ CLOUDEVENTS_JSON = "application/cloudevents+json"
 #: The AMQP binding's header prefix, as written; both spellings are read.
 CLOUDEVENTS_PREFIX = "cloudEvents_"
 CLOUDEVENTS_PREFIXES = (CLOUDEVENTS_PREFIX, "cloudEvents:")
+
+#: What the NATS binding leaves unencoded: printable ASCII but space, ``"`` and ``%``.
+_NATS_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"%')
+
+
+def _as_is(value: str) -> str:
+    return value
+
+
+def percent_encode(value: str) -> str:
+    """A header value as the NATS binding spells it: UTF-8, each byte outside printable
+    ASCII, and space, ``"`` and ``%``, as ``%XY``."""
+    return quote(value, safe=_NATS_SAFE)
+
+
+def percent_decode(value: str) -> str:
+    """The value :func:`percent_encode` spelt; invalid UTF-8 raises ``ValueError``."""
+    return unquote(value, errors="strict")
+
+
+@dataclass(frozen=True)
+class HeaderBinding:
+    """How a CloudEvents protocol binding carries the attributes in binary mode: the
+    header names' prefix, how a value is spelt, and whether ``datacontenttype`` is a
+    header too or the message's own content type (AMQP's property)."""
+
+    #: Written before each attribute's name.
+    prefix: str
+    #: Every prefix a receiver accepts, ``prefix`` first.
+    accepted: tuple[str, ...]
+    content_type_header: bool = False
+    encode: Callable[[str], str] = _as_is
+    decode: Callable[[str], str] = _as_is
+
+
+#: The AMQP binding (also used for Celery's task headers and kombu's other transports).
+AMQP_BINDING = HeaderBinding(CLOUDEVENTS_PREFIX, CLOUDEVENTS_PREFIXES)
+#: The NATS binding (CloudEvents' ``nats-protocol-binding.md``, binary mode since NATS
+#: 2.2): ``ce-`` headers, values percent-encoded, ``ce-datacontenttype`` sent.
+NATS_BINDING = HeaderBinding("ce-", ("ce-",), content_type_header=True,
+                             encode=percent_encode, decode=percent_decode)
 
 
 @dataclass(frozen=True)
@@ -54,18 +100,20 @@ class MessageFormat:
     """Turns claimed rows into :class:`Envelope` s in one of :data:`MESSAGE_FORMATS
     <eventferry_django.message_settings.MESSAGE_FORMATS>`."""
 
-    def __init__(self, name: str = "plain", source: str | None = None) -> None:
+    def __init__(self, name: str = "plain", source: str | None = None,
+                 binding: HeaderBinding = AMQP_BINDING) -> None:
         if name != "plain" and source is None:
             raise ValueError(f"message format {name!r} needs a CloudEvents source.")
         self.name = name
         self.source = source
+        self.binding = binding
 
     @classmethod
-    def from_settings(cls) -> MessageFormat:
+    def from_settings(cls, binding: HeaderBinding = AMQP_BINDING) -> MessageFormat:
         from ..conf import get_settings
 
         settings = get_settings()
-        return cls(settings.message_format, settings.cloudevents_source)
+        return cls(settings.message_format, settings.cloudevents_source, binding)
 
     @property
     def content_type(self) -> str:
@@ -76,11 +124,13 @@ class MessageFormat:
         if self.name == "plain":
             return Envelope(message.payload, JSON, broker_headers(message))
         attributes = self.attributes(message)
-        own = {k: v for k, v in message.headers.items()
-               if not k.startswith(CLOUDEVENTS_PREFIXES)}
+        binding = self.binding
+        own = {k: v for k, v in message.headers.items() if not k.startswith(binding.accepted)}
         if self.name == "cloudevents-binary":
-            del attributes["datacontenttype"]  # it is the message's content type
-            headers = {**own, **{CLOUDEVENTS_PREFIX + k: v for k, v in attributes.items()}}
+            if not binding.content_type_header:
+                del attributes["datacontenttype"]  # it is the message's content type
+            headers = {**own, **{binding.prefix + k: binding.encode(v)
+                                 for k, v in attributes.items()}}
             return Envelope(message.payload, JSON, headers)
         return Envelope(structured(attributes, message.payload), CLOUDEVENTS_JSON, own)
 
@@ -116,15 +166,15 @@ def rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def cloudevent_id(body: Any, content_type: str | None, headers: Mapping[str, Any] | None
-                  ) -> str | None:
+def cloudevent_id(body: Any, content_type: str | None, headers: Mapping[str, Any] | None,
+                  binding: HeaderBinding = AMQP_BINDING) -> str | None:
     """The ``id`` of a CloudEvent received in either mode, or None when the message is
-    not one: binary mode names it in a ``cloudEvents_id`` (or ``cloudEvents:id``)
-    header, structured mode in its document."""
-    for prefix in CLOUDEVENTS_PREFIXES:
+    not one: binary mode names it in a header (AMQP: ``cloudEvents_id`` or
+    ``cloudEvents:id``; NATS: ``ce-id``), structured mode in its document."""
+    for prefix in binding.accepted:
         value = (headers or {}).get(prefix + "id")
         if value is not None:
-            return value if isinstance(value, str) else str(value)
+            return binding.decode(value if isinstance(value, str) else str(value))
     if content_type is not None and content_type.startswith(CLOUDEVENTS_JSON):
         try:
             document = json.loads(body) if isinstance(body, str | bytes) else body

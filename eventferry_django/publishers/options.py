@@ -91,6 +91,8 @@ class Option:
         """The one shape of a refused value's message."""
         if self.is_url and isinstance(value, str):
             value = mask_url(value)
+        elif self.is_url and isinstance(value, list | tuple):  # several brokers' URLs
+            value = [mask_url(v) if isinstance(v, str) else v for v in value]
         return Error(
             f"{publisher} OPTIONS[{self.name!r}] is {value!r}: {problem}.",
             hint=f"See the {publisher} docstring for the accepted OPTIONS.",

@@ -33,6 +33,10 @@ if EXTRA == "kombu":
 elif EXTRA == "celery":
     EVENTFERRY["PUBLISHER"] = {"BACKEND": "eventferry_django.publishers.celery.CeleryPublisher",
                                "OPTIONS": {"app": "probe_app.tasks.app", "task": "probe.on_event"}}
+elif EXTRA == "nats":
+    # Its check imports nats-py and connects nowhere.
+    EVENTFERRY["PUBLISHER"] = {"BACKEND": "eventferry_django.publishers.nats.NatsPublisher",
+                               "OPTIONS": {"servers": "nats://127.0.0.1:4222"}}
 elif EXTRA == "postgresql":
     DATABASES["default"] = {
         "ENGINE": "django.db.backends.postgresql", "NAME": "postgres",
