@@ -14,7 +14,24 @@ class Database:
     """A private server, the Django settings that reach it, and its set-based SQL."""
 
     vendor: str
-    server: servers.PrivateServer
+    #: The server, and the same with its statement statistics on (``--statements``).
+    server_class: type[servers.PrivateServer]
+    statements_class: type[servers.PrivateServer]
+    #: What benchmarks/soak_settings.py calls the vendor.
+    soak_vendor: str
+
+    def __init__(self, base: Path, statements: bool = False) -> None:
+        self.server = (self.statements_class if statements else self.server_class)(base)
+        self.statements = statements
+
+    def env(self) -> dict[str, str]:
+        return {"EVENTFERRY_SOAK_VENDOR": self.soak_vendor,
+                "EVENTFERRY_SOAK_DB_HOST": self.socket(),
+                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
+
+    def socket(self) -> str:
+        """Where the server's unix socket is (Django's HOST)."""
+        raise NotImplementedError
 
     def __enter__(self) -> Database:
         self.server.__enter__()
@@ -22,9 +39,6 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.server.__exit__(None, None, None)
-
-    def env(self) -> dict[str, str]:
-        raise NotImplementedError
 
     def server_pid(self) -> int:
         raise NotImplementedError
@@ -35,8 +49,20 @@ class Database:
     def empty(self) -> None:
         raise NotImplementedError
 
+    #: The query of :meth:`top_statements`, and the format of each of its rows.
+    statements_sql: str
+    statement_line: str
+
     def top_statements(self) -> list[str]:
-        return []
+        """The statements that took the most time since :meth:`empty` (with
+        ``statements``), one line each."""
+        if not self.statements:
+            return []
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(self.statements_sql)
+            return [self.statement_line.format(*row) for row in cursor.fetchall()]
 
 
 class StatementsPostgres(servers.PrivatePostgres):
@@ -51,15 +77,11 @@ class StatementsPostgres(servers.PrivatePostgres):
 
 class Postgres(Database):
     vendor = "postgresql"
+    server_class, statements_class = servers.PrivatePostgres, StatementsPostgres
+    soak_vendor = "postgres"
 
-    def __init__(self, base: Path, statements: bool = False) -> None:
-        self.server = (StatementsPostgres if statements else servers.PrivatePostgres)(base)
-        self.statements = statements
-
-    def env(self) -> dict[str, str]:
-        return {"EVENTFERRY_SOAK_VENDOR": "postgres",
-                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base),
-                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
+    def socket(self) -> str:
+        return str(self.server.base)
 
     def server_pid(self) -> int:
         return int((self.server.data / "postmaster.pid").read_text().split()[0])
@@ -81,20 +103,13 @@ class Postgres(Database):
                 cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
                 cursor.execute("SELECT pg_stat_statements_reset()")
 
-    def top_statements(self) -> list[str]:
-        """The statements that took the most time since :meth:`empty`: calls, ms and
-        shared buffers per call, rows per call."""
-        if not self.statements:
-            return []
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT calls, total_exec_time / calls, (shared_blks_hit + shared_blks_read) "
-                "/ calls, rows / calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) "
-                "FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 8")
-            return [f"  {calls:>7,} calls {ms:8.2f} ms {blocks:9,.0f} buffers {rows:6,.0f} rows "
-                    f"{query}" for calls, ms, blocks, rows, query in cursor.fetchall()]
+    #: The statements that took the most time since :meth:`empty`: calls, ms and shared
+    #: buffers per call, rows per call.
+    statements_sql = (
+        "SELECT calls, total_exec_time / calls, (shared_blks_hit + shared_blks_read) "
+        "/ calls, rows / calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) "
+        "FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 8")
+    statement_line = "  {:>7,} calls {:8.2f} ms {:9,.0f} buffers {:6,.0f} rows {}"
 
 
 class StatementsMariaDB(servers.PrivateMariaDB):
@@ -106,15 +121,11 @@ class StatementsMariaDB(servers.PrivateMariaDB):
 
 class Mariadb(Database):
     vendor = "mysql"
+    server_class, statements_class = servers.PrivateMariaDB, StatementsMariaDB
+    soak_vendor = "mariadb"
 
-    def __init__(self, base: Path, statements: bool = False) -> None:
-        self.server = (StatementsMariaDB if statements else servers.PrivateMariaDB)(base)
-        self.statements = statements
-
-    def env(self) -> dict[str, str]:
-        return {"EVENTFERRY_SOAK_VENDOR": "mariadb",
-                "EVENTFERRY_SOAK_DB_HOST": str(self.server.base / "mysqld.sock"),
-                "EVENTFERRY_SOAK_DB_PORT": str(self.server.port)}
+    def socket(self) -> str:
+        return str(self.server.base / "mysqld.sock")
 
     def server_pid(self) -> int:
         return int((self.server.base / "mysqld.pid").read_text().split()[0])
@@ -137,22 +148,14 @@ class Mariadb(Database):
             if self.statements:
                 cursor.execute("TRUNCATE performance_schema.events_statements_summary_by_digest")
 
-    def top_statements(self) -> list[str]:
-        """The statements that took the most time since :meth:`empty`: calls, ms per
-        call, rows examined and sent per call."""
-        if not self.statements:
-            return []
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count_star, sum_timer_wait / count_star / 1e9, sum_rows_examined / "
-                "count_star, sum_rows_sent / count_star, left(digest_text, 70) "
-                "FROM performance_schema.events_statements_summary_by_digest "
-                "WHERE count_star > 0 ORDER BY sum_timer_wait DESC LIMIT 8")
-            return [f"  {calls:>7,} calls {ms:8.2f} ms {examined:9,.0f} examined "
-                    f"{sent:6,.0f} rows {query}"
-                    for calls, ms, examined, sent, query in cursor.fetchall()]
+    #: The statements that took the most time since :meth:`empty`: calls, ms per call,
+    #: rows examined and sent per call.
+    statements_sql = (
+        "SELECT count_star, sum_timer_wait / count_star / 1e9, sum_rows_examined / "
+        "count_star, sum_rows_sent / count_star, left(digest_text, 70) "
+        "FROM performance_schema.events_statements_summary_by_digest "
+        "WHERE count_star > 0 ORDER BY sum_timer_wait DESC LIMIT 8")
+    statement_line = "  {:>7,} calls {:8.2f} ms {:9,.0f} examined {:6,.0f} rows {}"
 
 
 DATABASES = {"postgresql": Postgres, "mariadb": Mariadb}
