@@ -29,4 +29,5 @@ start 5432 PostgreSQL pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgre
 start 3306 MariaDB start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || status=1
 start 6379 Redis redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log || status=1
 start 5672 RabbitMQ rabbitmq-server -detached || status=1
+start 4222 "NATS (JetStream)" start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log || status=1
 exit $status
