@@ -153,7 +153,8 @@ SETTINGS: tuple[Setting, ...] = (
         "eventferry.E009",
         ("eventferry.E020", "eventferry.E021", "eventferry.E022", "eventferry.E030",
          "eventferry.E031", "eventferry.E032", "eventferry.E033", "eventferry.E040",
-         "eventferry.E041", "eventferry.E042", "eventferry.E043", "eventferry.E044"),
+         "eventferry.E041", "eventferry.E042", "eventferry.E043", "eventferry.E044",
+         "eventferry.E080", "eventferry.E081", "eventferry.E082", "eventferry.E083"),
     ),
     Setting(
         "MESSAGE_FORMAT", " or ".join(f'"{f}"' for f in MESSAGE_FORMATS), "plain",
