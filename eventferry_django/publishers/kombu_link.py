@@ -2,8 +2,9 @@
 
 :class:`KombuSettings` is the validated OPTIONS of
 :class:`~eventferry_django.publishers.kombu.KombuPublisher`. :func:`routing_key_for` and
-:func:`body_of` (of the row's :class:`~.message_format.Envelope`) turn a row into what
-goes on the wire, or refuse it with :class:`Unsendable`. :class:`KombuLink` owns one
+:func:`body_of` (of the row's :class:`~.message_format.Envelope`), or both at once with
+:func:`prepare`, turn a row into what goes on the wire, or refuse it with
+:class:`Unsendable`. :class:`KombuLink` owns one
 kombu connection and channel: it opens them on first use, keeps them across batches, and
 turns every way of losing them into
 :class:`~eventferry_django.publishers.base.BrokerUnavailable`.
@@ -40,7 +41,7 @@ def kombu() -> Any:
 
 
 def transport_of(url: str) -> Any:
-    """The kombu transport class of ``url``; imports its client library, connects nowhere."""
+    """The kombu transport of ``url``; imports its client library, connects nowhere."""
     return kombu().Connection(url).transport
 
 
@@ -93,6 +94,28 @@ def routing_key_for(settings: KombuSettings, message: OutboundMessage) -> str:
     if len(key.encode("utf-8", "surrogatepass")) > SHORTSTR_MAX:
         raise Unsendable(f"routing key is longer than {SHORTSTR_MAX} bytes: {key[:60]!r}...")
     return key
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One message ready for the wire: its routing key, envelope and encoded body."""
+
+    routing_key: str
+    envelope: Envelope
+    body: bytes
+
+
+def prepare(settings: KombuSettings, message: OutboundMessage) -> Prepared:
+    """The message's routing key, envelope and body, or :class:`Unsendable`."""
+    routing_key = routing_key_for(settings, message)
+    envelope = settings.message_format.envelope(message)
+    return Prepared(routing_key, envelope, body_of(settings, envelope))
+
+
+def unroutable(settings: KombuSettings, routing_key: str) -> str:
+    """The reason a virtual transport's message with no queue bound gets ``RETRY``."""
+    return (f"unroutable: no queue bound to exchange {settings.exchange!r} with "
+            f"routing key {routing_key!r}")
 
 
 def exchange_of(settings: KombuSettings) -> Any:
