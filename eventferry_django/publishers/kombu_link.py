@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,6 +126,20 @@ def exchange_of(settings: KombuSettings) -> Any:
     )
 
 
+def described(exc: BaseException) -> str:
+    """``repr(exc)``, or its class and text where the repr hides the text (redis-py 8
+    spells a ConnectionError ``network:ConnectionError``)."""
+    text = repr(exc)
+    return text if str(exc) in text else f"{type(exc).__name__}({str(exc)!r})"
+
+
+def timeout_errors() -> tuple[type[BaseException], ...]:
+    """What a socket that did not answer in time raises: ``TimeoutError``, and redis-py's
+    own ``TimeoutError`` (not a subclass of it) once redis-py is loaded."""
+    redis_errors = sys.modules.get("redis.exceptions")
+    return (TimeoutError,) if redis_errors is None else (TimeoutError, redis_errors.TimeoutError)
+
+
 #: A publisher's own preparation of a fresh channel, ``(connection, channel)``: run inside
 #: the link's connect, so its failures are "cannot connect" too.
 OnOpen = Callable[[Any, Any], None]
@@ -156,16 +171,16 @@ class KombuLink:
             errors = self._errors(connection)
             try:
                 return send(connection, self._channel)
-            except TimeoutError as exc:  # socket.timeout is TimeoutError
+            except timeout_errors() as exc:  # socket.timeout is TimeoutError
                 self._drop()
                 raise BrokerUnavailable(
                     f"The broker at {connection.as_uri()} did not answer within "
-                    f"{self.settings.publish_timeout}s: {exc!r}"
+                    f"{self.settings.publish_timeout}s: {described(exc)}"
                 ) from exc
             except errors as exc:
                 self._drop()
                 raise BrokerUnavailable(
-                    f"Lost the broker at {connection.as_uri()}: {exc!r}"
+                    f"Lost the broker at {connection.as_uri()}: {described(exc)}"
                 ) from exc
             except BaseException:
                 # Half a batch may be on the wire: no later batch can trust this connection.
@@ -198,7 +213,8 @@ class KombuLink:
                 exchange_of(settings)(channel).declare()
         except errors as exc:
             connection.collect()
-            raise BrokerUnavailable(f"Cannot connect to the broker at {uri}: {exc!r}") from exc
+            raise BrokerUnavailable(
+                f"Cannot connect to the broker at {uri}: {described(exc)}") from exc
         self._connection, self._channel = connection, channel
 
     def _transport_options(self) -> dict[str, Any]:
