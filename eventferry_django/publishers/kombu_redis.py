@@ -5,9 +5,10 @@ exchange reads the exchange's binding table (``SMEMBERS``) to route every messag
 pushes it (``LPUSH``). :class:`KombuRedisPublisher` writes exactly what kombu's Producer
 would write, but per batch: it reads the binding table once, routes each distinct
 routing key locally with the exchange type's own ``lookup`` (the same code kombu routes
-with), and sends every ``LPUSH`` (and ``PEXPIRE``, where kombu would send one) through
-one non-transactional pipeline, executed once. A batch is then one round trip for the
-table and one for the messages, whatever its size.
+with), and sends one ``LPUSH`` per list, carrying that list's messages in publish order
+(and the ``PEXPIRE`` s kombu would send), through one non-transactional pipeline,
+executed once. A batch is then one round trip for the table and one for the messages,
+whatever its size.
 
 What is still done per message, in Python: the envelope, kombu's message dict (body
 base64-encoded, a fresh ``delivery_tag``) and its JSON. Fanout exchanges are not served
@@ -91,14 +92,25 @@ class RedisWire:
         self.channel._inplace_augment_message(stored, exchange, prepared.routing_key)
         return stored
 
-    def push(self, pipeline: Any, queues: Sequence[str], stored: dict[str, Any],
-             encoded: str) -> None:
-        """Queue ``encoded`` (``stored`` as JSON) on each of ``queues`` as ``_put`` does."""
+    def add(self, pushes: dict[str, list[str]], queues: Sequence[str],
+            stored: dict[str, Any], encoded: str) -> None:
+        """Note ``encoded`` (``stored`` as JSON) for the list of each of ``queues`` that
+        ``_put`` would push it to (by its priority)."""
         channel = self.channel
         priority = channel._get_message_priority(stored, reverse=False)
+        for queue in queues:
+            pushes.setdefault(channel._q_for_pri(queue, priority), []).append(encoded)
+
+    def write(self, pipeline: Any, pushes: dict[str, list[str]], queues: Iterable[str]
+              ) -> None:
+        """One ``LPUSH`` per list, its values in publish order (``LPUSH k a b`` leaves
+        ``a`` to be popped first from the right, as two ``LPUSH`` es would), then the
+        ``PEXPIRE`` s ``_put`` sends for ``queues`` with an ``x-expires``."""
+        for key, values in pushes.items():
+            pipeline.lpush(key, *values)
+        channel = self.channel
         expires: dict[str, int] = getattr(channel, "_expires", None) or {}
         for queue in queues:
-            pipeline.lpush(channel._q_for_pri(queue, priority), encoded)
             if queue in expires:
                 for step in channel.priority_steps:
                     pipeline.pexpire(channel._q_for_pri(queue, step), expires[queue])
@@ -142,21 +154,27 @@ class KombuRedisPublisher(Publisher):
         routes = wire.queues(
             settings.exchange, {p.routing_key for p in prepared if isinstance(p, Prepared)},
         )
-        with wire.channel.conn_or_acquire() as client, client.pipeline(
-            transaction=False,
-        ) as pipeline:
-            results = [
-                p if isinstance(p, PublishResult)
-                else self._queue(wire, pipeline, routes, p, message.message_id)
-                for p, message in zip(prepared, messages, strict=True)
-            ]
-            if len(pipeline):
+        pushes: dict[str, list[str]] = {}
+        results = [
+            p if isinstance(p, PublishResult)
+            else self._encode(wire, pushes, routes, p, message.message_id)
+            for p, message in zip(prepared, messages, strict=True)
+        ]
+        if pushes:
+            # Every routed queue: only one whose messages all failed to encode gets a
+            # PEXPIRE it would not have, which only renews its lifetime.
+            reached = {queue for queues in routes.values() for queue in queues}
+            with wire.channel.conn_or_acquire() as client, client.pipeline(
+                transaction=False,
+            ) as pipeline:
+                wire.write(pipeline, pushes, reached)
                 pipeline.execute()  # the batch's one round trip
         return results
 
-    def _queue(self, wire: RedisWire, pipeline: Any, routes: dict[str, list[str]],
-               prepared: Prepared, message_id: str) -> PublishResult:
-        """Add one message's commands to ``pipeline``; its result if the pipeline runs."""
+    def _encode(self, wire: RedisWire, pushes: dict[str, list[str]],
+                routes: dict[str, list[str]], prepared: Prepared, message_id: str
+                ) -> PublishResult:
+        """Add one message to ``pushes``; its result once they are written."""
         queues = routes[prepared.routing_key]
         if not queues:
             return PublishResult(Outcome.RETRY, unroutable(self.settings, prepared.routing_key))
@@ -165,5 +183,5 @@ class KombuRedisPublisher(Publisher):
             encoded = wire.dumps(stored)
         except (TypeError, ValueError) as exc:
             return PublishResult(Outcome.GIVE_UP, f"message cannot be encoded as JSON: {exc}")
-        wire.push(pipeline, queues, stored, encoded)
+        wire.add(pushes, queues, stored, encoded)
         return PublishResult.ok()
