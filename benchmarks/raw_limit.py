@@ -12,14 +12,17 @@ table, seeded the same way), so both pay the same table and indexes::
 
 until the SELECT comes back empty. It keeps no order and handles no failure. PostgreSQL
 runs it through psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMySQL (the
-benchmarks' driver) under the server's own flush setting; pika publishes.
+benchmarks' driver) under the server's own flush setting; pika publishes to RabbitMQ
+(:class:`BatchConfirmer`), or redis-py ``LPUSH`` es the payloads to Redis in one
+non-transactional pipeline a batch (:class:`RedisPipeliner`, Redis's counterpart: it
+has no confirms, and a pipeline that runs is a batch stored).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pika
 
@@ -81,7 +84,32 @@ class BatchConfirmer:
         self.connection.close()
 
 
-def drain(connection: Any, table: str, vendor: str, confirmer: BatchConfirmer) -> DrainTime:
+class RedisPipeliner:
+    """redis-py: each batch's payloads ``LPUSH`` ed to one list in one pipeline."""
+
+    def __init__(self, redis_url: str, queue: str) -> None:
+        import redis
+
+        self.client = redis.Redis.from_url(redis_url)
+        self.queue = queue
+
+    def publish(self, bodies: list[bytes]) -> None:
+        with self.client.pipeline(transaction=False) as pipeline:
+            for body in bodies:
+                pipeline.lpush(self.queue, body)
+            pipeline.execute()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class Sink(Protocol):
+    """Where the raw loop sends a batch, and returns once the broker has it."""
+
+    def publish(self, bodies: list[bytes]) -> None: ...
+
+
+def drain(connection: Any, table: str, vendor: str, confirmer: Sink) -> DrainTime:
     """Drain ``table`` through ``connection`` (psycopg 3 in autocommit, or PyMySQL) with
     the loop above."""
     postgresql = vendor == "postgresql"

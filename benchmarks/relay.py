@@ -17,6 +17,12 @@ Figures:
 - publish_event() against a plain ORM insert of a comparable row, each in its own
   transaction.
 On MariaDB only the drains run.
+
+``--redis`` runs only the Redis drains instead: at ``--aggregates`` aggregates, the raw
+limit with redis-py (:class:`benchmarks.raw_limit.RedisPipeliner`, one pipeline a batch)
+beside a relay process publishing to Redis (KombuPublisher: one pipeline a batch), the
+same relay through kombu's Producer as before (two round trips a message) and the relay
+on RabbitMQ (issue 28's target: the relay on Redis at least 60% of the raw loop, steady).
 """
 
 from __future__ import annotations
@@ -136,11 +142,13 @@ def copy_to_bare_table() -> None:
             cursor.execute(f"VACUUM ANALYZE {BARE_TABLE}")
 
 
-def raw_drain(events: int, on: str) -> tuple[DrainTime, float]:
-    """Drain table ``on`` with the raw limit, in this (warm) process; its times and CPU
-    seconds."""
+def raw_drain(events: int, on: str, redis: bool = False) -> tuple[DrainTime, float]:
+    """Drain table ``on`` with the raw limit, in this (warm) process, to RabbitMQ or
+    ``redis``; its times and CPU seconds."""
     raw = raw_connection()
-    confirmer = raw_limit.BatchConfirmer(settings.AMQP_URL, settings.EXCHANGE)
+    confirmer: raw_limit.BatchConfirmer | raw_limit.RedisPipeliner = (
+        raw_limit.RedisPipeliner(settings.REDIS_URL, settings.QUEUE) if redis
+        else raw_limit.BatchConfirmer(settings.AMQP_URL, settings.EXCHANGE))
     cpu = time.process_time()
     try:
         drained = raw_limit.drain(raw, on, connection.vendor, confirmer)
@@ -181,6 +189,69 @@ def drain_round(events: int, aggregates: int) -> Round:
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE {BARE_TABLE}")
     return drained
+
+
+# -- Redis ----------------------------------------------------------------------------------
+#: The relays of the Redis drains, by name: ``EVENTFERRY_BENCH_BROKER`` (benchmarks.settings).
+REDIS_RELAYS = {
+    "relay, Redis (one pipeline a batch)": "redis",
+    "relay, Redis via kombu's Producer (before)": "redis-producer",
+    "relay, RabbitMQ": "amqp",
+}
+REDIS_RAW = "raw limit, psycopg + redis-py pipeline"
+
+
+def reset_redis_queue() -> Any:
+    """The queue, bound on Redis as a kombu consumer binds it (so the relay routes to it),
+    empty; returns a redis-py client on it."""
+    with kombu.Connection(settings.REDIS_URL) as conn:
+        exchange = kombu.Exchange(settings.EXCHANGE, "topic", durable=True)
+        queue = kombu.Queue(settings.QUEUE, exchange, routing_key="#", durable=True)
+        queue(conn.channel()).declare()
+        queue(conn.channel()).purge()
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def redis_round(events: int, aggregates: int) -> dict[str, DrainTime]:
+    """The raw redis-py loop, then each relay of :data:`REDIS_RELAYS`, each on a freshly
+    seeded outbox; each checked to have left every event in its queue."""
+    drained = {}
+    seed(events, aggregates)
+    copy_to_bare_table()
+    client = reset_redis_queue()
+    drained[REDIS_RAW] = raw_drain(events, BARE_TABLE, redis=True)[0]
+    assert client.llen(settings.QUEUE) == events, "Redis did not get every event"
+    for name, broker in REDIS_RELAYS.items():
+        seed(events, aggregates)
+        client = reset_redis_queue()
+        reset_queue()
+        drained[name] = relay_drain(events, [], {"EVENTFERRY_BENCH_BROKER": broker})[0]
+        depth = queue_depth() if broker == "amqp" else client.llen(settings.QUEUE)
+        assert depth == events, f"{name}: the broker got {depth} of {events} events"
+    for name, times in drained.items():
+        print(f"  {name}: {times.steady_rate:,.0f} events/s steady, {times.rate:,.0f} end "
+              "to end", file=sys.stderr, flush=True)
+    client.delete(settings.QUEUE)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {BARE_TABLE}")
+    return drained
+
+
+def redis_table(args: argparse.Namespace) -> list[str]:
+    rounds = [redis_round(args.events, args.aggregates) for _ in range(args.repeat)]
+    lines = [
+        f"Redis drains of {args.events:,} events over {args.aggregates} aggregates, "
+        f"events/s, medians of {args.repeat} round(s); defaults (BATCH_SIZE 500), "
+        "synchronous_commit off:", "",
+        "| drain | steady | end to end | steady / raw redis-py loop |", "|---|---|---|---|",
+    ]
+    for name in [REDIS_RAW, *REDIS_RELAYS]:
+        ratio = median([r[name].steady_rate / r[REDIS_RAW].steady_rate for r in rounds])
+        lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
+                     f"{median([r[name].rate for r in rounds]):,.0f} | {ratio:.0%} |")
+    return lines
 
 
 def median(values: list[float]) -> float:
@@ -341,6 +412,8 @@ def main() -> None:
     parser.add_argument("--publish-transactions", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3,
                         help="rounds of every drain, interleaved; the tables show medians")
+    parser.add_argument("--redis", action="store_true",
+                        help="only the Redis drains (PostgreSQL), at --aggregates aggregates")
     args = parser.parse_args()
 
     # A fresh outbox table each run, so its DDL is this version's.
@@ -353,10 +426,10 @@ def main() -> None:
     print(f"{server}, RabbitMQ at {settings.AMQP_URL}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the start\n")
 
-    lines = drain_tables(args, sync)
-    if not args.drains_only:
+    lines = redis_table(args) if args.redis else drain_tables(args, sync)
+    if not args.drains_only and not args.redis:
         lines += ["", *poison_table(args)]
-    if VENDOR != "mariadb" and not args.drains_only:
+    if VENDOR != "mariadb" and not args.drains_only and not args.redis:
         p50, p99 = bench_latency(args.latency_samples)
         durable = bench_publish_cost(args.publish_transactions, "on")
         fast = bench_publish_cost(args.publish_transactions, "off")

@@ -34,6 +34,10 @@ if VENDOR == "mariadb":
         "OPTIONS": {"charset": "utf8mb4"},
     }}
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
+REDIS_URL = os.environ.get("EVENTFERRY_BENCH_REDIS", "redis://127.0.0.1:6379/0")
+#: ``redis`` sends the relay's messages to Redis (``benchmarks/relay.py --redis``);
+#: ``redis-producer`` too, through kombu's Producer as before the pipeline.
+BROKER = os.environ.get("EVENTFERRY_BENCH_BROKER", "amqp")
 # Its own name lets a MariaDB run share the broker with a PostgreSQL run.
 EXCHANGE = QUEUE = os.environ.get("EVENTFERRY_BENCH_QUEUE", "eventferry_bench")
 # The relay's defaults (BATCH_SIZE and the rest); benchmarks pass --batch-size to differ.
@@ -43,6 +47,10 @@ EVENTFERRY = {
         "OPTIONS": {"url": AMQP_URL, "exchange": EXCHANGE},
     },
 }
+if BROKER.startswith("redis"):
+    EVENTFERRY["PUBLISHER"]["OPTIONS"]["url"] = REDIS_URL
+if BROKER == "redis-producer":
+    EVENTFERRY["PUBLISHER"]["BACKEND"] = "benchmarks.kombu_producer_path.KombuProducerPathPublisher"
 if os.environ.get("EVENTFERRY_BENCH_MAX_CHAIN"):
     EVENTFERRY["MAX_CHAIN"] = int(os.environ["EVENTFERRY_BENCH_MAX_CHAIN"])
 if os.environ.get("EVENTFERRY_BENCH_REFUSE"):

@@ -36,6 +36,7 @@ from eventferry_django.publishers.base import (
 from eventferry_django.publishers.celery import CeleryPublisher
 from eventferry_django.publishers.kombu import KombuPublisher
 from eventferry_django.publishers.kombu_producer import KombuProducerPublisher
+from eventferry_django.publishers.kombu_redis import KombuRedisPublisher
 
 from .amqp import require_broker
 from .tcp_proxy import TcpProxy
@@ -637,17 +638,20 @@ def test_kombu_check_masks_the_password_of_a_bad_url() -> None:
 # -- one BACKEND, two publishers; OPTIONS declared once ------------------------------
 
 
-@pytest.mark.parametrize(("url", "chosen"), [
-    ("amqp://guest:guest@127.0.0.1:5672//", AmqpConfirmPublisher),
-    ("amqps://guest:guest@127.0.0.1:5671//", AmqpConfirmPublisher),
-    ("pyamqp://guest:guest@127.0.0.1:5672//", AmqpConfirmPublisher),
-    ("redis://127.0.0.1:6379/0", KombuProducerPublisher),
-    ("memory://", KombuProducerPublisher),
+@pytest.mark.parametrize(("url", "exchange_type", "chosen"), [
+    ("amqp://guest:guest@127.0.0.1:5672//", "topic", AmqpConfirmPublisher),
+    ("amqps://guest:guest@127.0.0.1:5671//", "topic", AmqpConfirmPublisher),
+    ("pyamqp://guest:guest@127.0.0.1:5672//", "topic", AmqpConfirmPublisher),
+    ("redis://127.0.0.1:6379/0", "topic", KombuRedisPublisher),
+    ("rediss://127.0.0.1:6380/0", "direct", KombuRedisPublisher),
+    ("redis://127.0.0.1:6379/0", "fanout", KombuProducerPublisher),  # pub/sub: kombu's
+    ("sentinel://127.0.0.1:26379", "topic", KombuProducerPublisher),
+    ("memory://", "topic", KombuProducerPublisher),
 ])
 def test_kombu_publisher_chooses_its_delegate_by_transport_without_connecting(
-    url: str, chosen: type,
+    url: str, exchange_type: str, chosen: type,
 ) -> None:
-    publisher = KombuPublisher(url=url, exchange="orders")
+    publisher = KombuPublisher(url=url, exchange="orders", exchange_type=exchange_type)
     assert type(publisher.delegate) is chosen
     assert publisher.delegate.settings is publisher.settings
     assert publisher.describe().startswith("KombuPublisher ")

@@ -7,7 +7,10 @@ publishers, chosen by the URL's kombu transport when it is built:
 - ``amqp://``/``amqps://`` (kombu's py-amqp transport):
   :class:`~eventferry_django.publishers.amqp_confirm.AmqpConfirmPublisher`, every batch
   pipelined with publisher confirms, one round trip per batch;
-- every other transport (``redis://``, ``memory://``, ...):
+- ``redis://``/``rediss://`` with a direct or topic exchange:
+  :class:`~eventferry_django.publishers.kombu_redis.KombuRedisPublisher`, kombu's message
+  format written by one Redis pipeline per batch, no confirms;
+- every other transport (``memory://``, ...), and fanout exchanges on Redis:
   :class:`~eventferry_django.publishers.kombu_producer.KombuProducerPublisher`, kombu's
   Producer, no confirms: a message counts as delivered once kombu hands it over.
 
@@ -36,6 +39,7 @@ from .base import (  # RESERVED_HEADERS and broker_headers: re-exported, they li
 )
 from .kombu_link import SHORTSTR_MAX, KombuSettings, RoutingKey, kombu, transport_of
 from .kombu_producer import KombuProducerPublisher
+from .kombu_redis import KombuRedisPublisher
 from .message_format import MessageFormat
 from .options import (
     Option,
@@ -56,6 +60,25 @@ EXCHANGE_TYPES = ("direct", "topic", "fanout", "headers")
 
 #: The kombu transport whose batches get pipelined confirms.
 CONFIRMING_DRIVER = "py-amqp"
+
+#: kombu's Redis transport (``redis://``, ``rediss://``), whose batches get one pipeline.
+REDIS_TRANSPORT = "kombu.transport.redis.Transport"
+
+
+Delegate = AmqpConfirmPublisher | KombuRedisPublisher | KombuProducerPublisher
+
+
+def _delegate_class(url: str, exchange_type: str) -> type[Delegate]:
+    """The publisher that does the work for ``url``'s transport, without connecting."""
+    transport = transport_of(url)
+    if transport.driver_name == CONFIRMING_DRIVER:
+        return AmqpConfirmPublisher
+    # Not Sentinel's subclass: only the plain transport is tested on this path.
+    kind = type(transport)
+    plain_redis = f"{kind.__module__}.{kind.__qualname__}" == REDIS_TRANSPORT
+    if plain_redis and exchange_type != "fanout":  # fanout on Redis is pub/sub
+        return KombuRedisPublisher
+    return KombuProducerPublisher
 
 
 def _kombu_installed() -> bool:
@@ -156,8 +179,10 @@ class KombuPublisher(Publisher):
 
     The work is done by :attr:`delegate`: an
     :class:`~eventferry_django.publishers.amqp_confirm.AmqpConfirmPublisher` for py-amqp
-    URLs, a :class:`~eventferry_django.publishers.kombu_producer.KombuProducerPublisher`
-    for the others (chosen from the URL, without connecting).
+    URLs, a :class:`~eventferry_django.publishers.kombu_redis.KombuRedisPublisher` for
+    Redis (one pipeline per batch) unless the exchange is fanout, a
+    :class:`~eventferry_django.publishers.kombu_producer.KombuProducerPublisher` for the
+    others (chosen from the URL and exchange type, without connecting).
     """
 
     def __init__(
@@ -189,11 +214,7 @@ class KombuPublisher(Publisher):
             declare_exchange=declare_exchange, max_message_bytes=max_message_bytes,
             message_format=MessageFormat.from_settings(),
         )
-        self.delegate: AmqpConfirmPublisher | KombuProducerPublisher = (
-            AmqpConfirmPublisher(self.settings)
-            if transport_of(url).driver_name == CONFIRMING_DRIVER
-            else KombuProducerPublisher(self.settings)
-        )
+        self.delegate: Delegate = _delegate_class(url, exchange_type)(self.settings)
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:

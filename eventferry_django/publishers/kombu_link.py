@@ -2,8 +2,9 @@
 
 :class:`KombuSettings` is the validated OPTIONS of
 :class:`~eventferry_django.publishers.kombu.KombuPublisher`. :func:`routing_key_for` and
-:func:`body_of` (of the row's :class:`~.message_format.Envelope`) turn a row into what
-goes on the wire, or refuse it with :class:`Unsendable`. :class:`KombuLink` owns one
+:func:`body_of` (of the row's :class:`~.message_format.Envelope`), or both at once with
+:func:`prepare`, turn a row into what goes on the wire, or refuse it with
+:class:`Unsendable`. :class:`KombuLink` owns one
 kombu connection and channel: it opens them on first use, keeps them across batches, and
 turns every way of losing them into
 :class:`~eventferry_django.publishers.base.BrokerUnavailable`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +42,7 @@ def kombu() -> Any:
 
 
 def transport_of(url: str) -> Any:
-    """The kombu transport class of ``url``; imports its client library, connects nowhere."""
+    """The kombu transport of ``url``; imports its client library, connects nowhere."""
     return kombu().Connection(url).transport
 
 
@@ -95,11 +97,47 @@ def routing_key_for(settings: KombuSettings, message: OutboundMessage) -> str:
     return key
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One message ready for the wire: its routing key, envelope and encoded body."""
+
+    routing_key: str
+    envelope: Envelope
+    body: bytes
+
+
+def prepare(settings: KombuSettings, message: OutboundMessage) -> Prepared:
+    """The message's routing key, envelope and body, or :class:`Unsendable`."""
+    routing_key = routing_key_for(settings, message)
+    envelope = settings.message_format.envelope(message)
+    return Prepared(routing_key, envelope, body_of(settings, envelope))
+
+
+def unroutable(settings: KombuSettings, routing_key: str) -> str:
+    """The reason a virtual transport's message with no queue bound gets ``RETRY``."""
+    return (f"unroutable: no queue bound to exchange {settings.exchange!r} with "
+            f"routing key {routing_key!r}")
+
+
 def exchange_of(settings: KombuSettings) -> Any:
     """The kombu Exchange (durable, never auto-deleted) the settings name."""
     return kombu().Exchange(
         settings.exchange, type=settings.exchange_type, durable=True, auto_delete=False,
     )
+
+
+def described(exc: BaseException) -> str:
+    """``repr(exc)``, or its class and text where the repr hides the text (redis-py 8
+    spells a ConnectionError ``network:ConnectionError``)."""
+    text = repr(exc)
+    return text if str(exc) in text else f"{type(exc).__name__}({str(exc)!r})"
+
+
+def timeout_errors() -> tuple[type[BaseException], ...]:
+    """What a socket that did not answer in time raises: ``TimeoutError``, and redis-py's
+    own ``TimeoutError`` (not a subclass of it) once redis-py is loaded."""
+    redis_errors = sys.modules.get("redis.exceptions")
+    return (TimeoutError,) if redis_errors is None else (TimeoutError, redis_errors.TimeoutError)
 
 
 #: A publisher's own preparation of a fresh channel, ``(connection, channel)``: run inside
@@ -133,16 +171,16 @@ class KombuLink:
             errors = self._errors(connection)
             try:
                 return send(connection, self._channel)
-            except TimeoutError as exc:  # socket.timeout is TimeoutError
+            except timeout_errors() as exc:  # socket.timeout is TimeoutError
                 self._drop()
                 raise BrokerUnavailable(
                     f"The broker at {connection.as_uri()} did not answer within "
-                    f"{self.settings.publish_timeout}s: {exc!r}"
+                    f"{self.settings.publish_timeout}s: {described(exc)}"
                 ) from exc
             except errors as exc:
                 self._drop()
                 raise BrokerUnavailable(
-                    f"Lost the broker at {connection.as_uri()}: {exc!r}"
+                    f"Lost the broker at {connection.as_uri()}: {described(exc)}"
                 ) from exc
             except BaseException:
                 # Half a batch may be on the wire: no later batch can trust this connection.
@@ -175,7 +213,8 @@ class KombuLink:
                 exchange_of(settings)(channel).declare()
         except errors as exc:
             connection.collect()
-            raise BrokerUnavailable(f"Cannot connect to the broker at {uri}: {exc!r}") from exc
+            raise BrokerUnavailable(
+                f"Cannot connect to the broker at {uri}: {described(exc)}") from exc
         self._connection, self._channel = connection, channel
 
     def _transport_options(self) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from .kombu_link import (
     KombuLink,
     KombuSettings,
     Unsendable,
-    body_of,
     exchange_of,
     kombu,
-    routing_key_for,
+    prepare,
+    unroutable,
 )
 
 PERSISTENT = 2
@@ -66,23 +66,18 @@ class KombuProducerPublisher(Publisher):
         results = []
         for message in messages:
             try:
-                routing_key = routing_key_for(settings, message)
-                envelope = settings.message_format.envelope(message)
-                body = body_of(settings, envelope)
+                prepared = prepare(settings, message)
             except Unsendable as exc:
                 results.append(PublishResult(Outcome.GIVE_UP, str(exc)))
                 continue
+            routing_key, envelope = prepared.routing_key, prepared.envelope
             if routing_key not in routable:
                 routable[routing_key] = self._has_route(channel, routing_key)
             if not routable[routing_key]:
-                results.append(PublishResult(
-                    Outcome.RETRY,
-                    f"unroutable: no queue bound to exchange {settings.exchange!r} with "
-                    f"routing key {routing_key!r}",
-                ))
+                results.append(PublishResult(Outcome.RETRY, unroutable(settings, routing_key)))
                 continue
             self._producer.publish(
-                body,
+                prepared.body,
                 routing_key=routing_key,
                 content_type=envelope.content_type,
                 content_encoding=CONTENT_ENCODING,
