@@ -43,6 +43,7 @@ EXTRAS: dict[str, list[str]] = {
     "kombu": ["check"],
     "celery": ["check"],
     "nats": ["check"],
+    "kafka": ["check"],
     "postgresql": ["check", "--database", "default"],
     "mysql": ["check", "--database", "default"],
     "mssql": ["check"],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from typing import Any
 
@@ -23,7 +22,7 @@ from kombu import Connection, Consumer, Queue  # noqa: E402
 
 from eventferry_django.inbox.kombu import InboxCallback  # noqa: E402
 
-from .inbox_worker import BROKER_URL, trace  # noqa: E402
+from .inbox_worker import BROKER_URL, stopped_by_sigterm, trace  # noqa: E402
 from .testapp.models import Shipment  # noqa: E402
 
 
@@ -44,20 +43,14 @@ def on_message(body: Any, message: Any) -> None:
 
 
 def main() -> None:
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
+    stopped = stopped_by_sigterm()
     queue = Queue(os.environ["EVENTFERRY_TEST_QUEUE"], durable=False, auto_delete=False)
     with Connection(BROKER_URL) as connection, Consumer(
         connection, queues=[queue], callbacks=[on_message], accept=["json"],
         prefetch_count=1,
     ):
         trace("ready")
-        while not stopping:
+        while not stopped():
             with contextlib.suppress(TimeoutError):
                 connection.drain_events(timeout=0.2)
 

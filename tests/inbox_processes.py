@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,8 @@ class ConsumerProcesses:
 
 @contextmanager
 def running(directory: Path, command: list[str],
-            kind: type[ConsumerProcesses] = ConsumerProcesses) -> Iterator[ConsumerProcesses]:
+            kind: Callable[[Path, list[str]], ConsumerProcesses] = ConsumerProcesses,
+            ) -> Iterator[ConsumerProcesses]:
     """Two consumer processes, ready to consume; stopped (and their queue deleted) after."""
     processes = kind(directory, command)
     try:

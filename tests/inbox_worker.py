@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import django
@@ -38,6 +41,13 @@ app.conf.update(
     worker_hijack_root_logger=False,
     broker_connection_retry_on_startup=True,
 )
+
+
+def stopped_by_sigterm() -> Callable[[], bool]:
+    """From now on, whether SIGTERM has come: a consumer process's loop condition."""
+    received = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: received.set())
+    return received.is_set
 
 
 def trace(event: str, **fields: Any) -> None:

@@ -7,15 +7,20 @@ message whose row exists is skipped. A second delivery that arrives while the fi
 still being handled waits on that row's key: it is skipped if the first commits and
 handled if the first rolls back, so a message's effects never happen twice.
 
-Three ways in:
+Five ways in:
 
 - :func:`handle_once`, a decorator for a plain function;
 - :class:`eventferry_django.inbox.celery.InboxTask`, a Celery task base (the message id
   is the task id, which ``CeleryPublisher`` sets to the outbox message id);
 - :class:`eventferry_django.inbox.kombu.InboxCallback`, a kombu consumer callback (the
-  message id is the AMQP ``message_id`` property, which the relay sets).
+  message id is the AMQP ``message_id`` property, which the relay sets);
+- :class:`eventferry_django.inbox.nats.InboxHandler`, a NATS JetStream callback (the
+  message id is the ``Nats-Msg-Id`` header);
+- :class:`eventferry_django.inbox.kafka.InboxHandler`, for the records a confluent-kafka
+  consumer polls (the message id is the ``message_id`` header); it commits each
+  record's offset once the inbox transaction has committed.
 
-:func:`record_message` is what all three call, for code that opens its own transaction.
+:func:`record_message` is what all five call, for code that opens its own transaction.
 The handler's writes must go to the inbox's database (``using``), or they are not in the
 transaction that the inbox row commits in.
 """

@@ -24,7 +24,9 @@ the payload, unchanged.
 
 Another protocol binding names and spells its headers otherwise: a publisher passes its
 :class:`HeaderBinding` (:data:`NATS_BINDING`: ``ce-<attribute>`` headers, percent-encoded
-values, ``datacontenttype`` a header like the others) and the envelope follows it.
+values, ``datacontenttype`` a header like the others; :data:`KAFKA_BINDING`:
+``ce_<attribute>`` headers, ``datacontenttype`` the record's ``content-type`` header,
+which the publisher sets) and the envelope follows it.
 """
 
 from __future__ import annotations
@@ -84,12 +86,15 @@ AMQP_BINDING = HeaderBinding(CLOUDEVENTS_PREFIX, CLOUDEVENTS_PREFIXES)
 #: 2.2): ``ce-`` headers, values percent-encoded, ``ce-datacontenttype`` sent.
 NATS_BINDING = HeaderBinding("ce-", ("ce-",), content_type_header=True,
                              encode=percent_encode, decode=percent_decode)
+#: The Kafka binding (``kafka-protocol-binding.md``): ``ce_`` headers; ``datacontenttype``
+#: is the ``content-type`` header, which the Kafka publisher writes for every record.
+KAFKA_BINDING = HeaderBinding("ce_", ("ce_",))
 
 
 @dataclass(frozen=True)
 class Envelope:
     """One message as a publisher sends it: the body (JSON text), its content type and
-    its headers (AMQP application headers, or a Celery task's)."""
+    its headers (AMQP application headers, a Celery task's, or a Kafka record's)."""
 
     body: str
     content_type: str
@@ -170,7 +175,8 @@ def cloudevent_id(body: Any, content_type: str | None, headers: Mapping[str, Any
                   binding: HeaderBinding = AMQP_BINDING) -> str | None:
     """The ``id`` of a CloudEvent received in either mode, or None when the message is
     not one: binary mode names it in a header (AMQP: ``cloudEvents_id`` or
-    ``cloudEvents:id``; NATS: ``ce-id``), structured mode in its document."""
+    ``cloudEvents:id``; NATS: ``ce-id``; Kafka: ``ce_id``), structured mode in its
+    document."""
     for prefix in binding.accepted:
         value = (headers or {}).get(prefix + "id")
         if value is not None:

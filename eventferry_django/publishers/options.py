@@ -76,6 +76,8 @@ class Option:
     required_id: str | None = None
     #: The value is a broker URL: its password is masked in messages.
     is_url: bool = False
+    #: How the value is shown in messages, when it may hold secrets of another shape.
+    mask: Callable[[Any], Any] | None = None
 
     def check(self, publisher: str, options: Mapping[str, Any]) -> list[CheckMessage]:
         value = options.get(self.name, self.default)
@@ -93,6 +95,8 @@ class Option:
             value = mask_url(value)
         elif self.is_url and isinstance(value, list | tuple):  # several brokers' URLs
             value = [mask_url(v) if isinstance(v, str) else v for v in value]
+        if self.mask is not None:
+            value = self.mask(value)
         return Error(
             f"{publisher} OPTIONS[{self.name!r}] is {value!r}: {problem}.",
             hint=f"See the {publisher} docstring for the accepted OPTIONS.",

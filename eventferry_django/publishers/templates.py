@@ -1,7 +1,7 @@
 """Where a message goes, as an option: a ``str.format`` template over the row's fields,
 or a callable of the message. Validated once here for every publisher that routes by
-such a key (kombu's ``routing_key``, NATS's ``subject``), so they refuse the same
-mistakes in the same words.
+such a key (kombu's ``routing_key``, NATS's ``subject``, Kafka's ``topic``), so they
+refuse the same mistakes in the same words.
 """
 
 from __future__ import annotations
@@ -34,6 +34,22 @@ def is_template(value: object) -> bool:
     return isinstance(value, str) and ("{" in value or "}" in value)
 
 
+def template_problem(template: str) -> str | None:
+    """Why the format string ``template`` cannot be filled from a message, or None when
+    it can."""
+    try:
+        fields = format_fields(template)
+    except ValueError as exc:
+        return f"is not a valid format string ({exc})"
+    unknown = [f for f in fields if f not in TEMPLATE_FIELDS]
+    if unknown:
+        return (
+            f"uses {', '.join(repr(f) if f else '{}' for f in unknown)}; a format string "
+            f"may use only {', '.join('{' + f + '}' for f in sorted(TEMPLATE_FIELDS))}"
+        )
+    return None
+
+
 def key_problem(value: object) -> str | None:
     """Why ``value`` cannot be a template-or-callable option, or None when it can (None
     itself can: the publisher's default)."""
@@ -42,17 +58,7 @@ def key_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return "must be a format string or the dotted path of a callable"
     if is_template(value):
-        try:
-            fields = format_fields(value)
-        except ValueError as exc:
-            return f"is not a valid format string ({exc})"
-        unknown = [f for f in fields if f not in TEMPLATE_FIELDS]
-        if unknown:
-            return (
-                f"uses {', '.join(repr(f) if f else '{}' for f in unknown)}; a format string "
-                f"may use only {', '.join('{' + f + '}' for f in sorted(TEMPLATE_FIELDS))}"
-            )
-        return None
+        return template_problem(value)
     # Without braces it names a callable; a constant key would silently hide a typo.
     try:
         target = import_string(value)

@@ -37,6 +37,11 @@ elif EXTRA == "nats":
     # Its check imports nats-py and connects nowhere.
     EVENTFERRY["PUBLISHER"] = {"BACKEND": "eventferry_django.publishers.nats.NatsPublisher",
                                "OPTIONS": {"servers": "nats://127.0.0.1:4222"}}
+elif EXTRA == "kafka":
+    # check() asks librdkafka about the producer settings, without connecting.
+    EVENTFERRY["PUBLISHER"] = {"BACKEND": "eventferry_django.publishers.kafka.KafkaPublisher",
+                               "OPTIONS": {"bootstrap_servers": "127.0.0.1:9092",
+                                           "producer": {"linger.ms": 10}}}
 elif EXTRA == "postgresql":
     DATABASES["default"] = {
         "ENGINE": "django.db.backends.postgresql", "NAME": "postgres",
