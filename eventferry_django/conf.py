@@ -154,7 +154,9 @@ SETTINGS: tuple[Setting, ...] = (
         ("eventferry.E020", "eventferry.E021", "eventferry.E022", "eventferry.E030",
          "eventferry.E031", "eventferry.E032", "eventferry.E033", "eventferry.E040",
          "eventferry.E041", "eventferry.E042", "eventferry.E043", "eventferry.E044",
-         "eventferry.E080", "eventferry.E081", "eventferry.E082", "eventferry.E083"),
+         "eventferry.E070", "eventferry.E071", "eventferry.E072", "eventferry.E073",
+         "eventferry.E074", "eventferry.E080", "eventferry.E081", "eventferry.E082",
+         "eventferry.E083"),
     ),
     Setting(
         "MESSAGE_FORMAT", " or ".join(f'"{f}"' for f in MESSAGE_FORMATS), "plain",
