@@ -43,6 +43,7 @@ import django
 
 django.setup()
 
+from benchmarks.tansu import Tansu, TansuMissing, create_topic, delete_topic  # noqa: E402
 from eventferry_django.publishers.base import (  # noqa: E402
     BrokerUnavailable,
     OutboundMessage,
@@ -90,25 +91,12 @@ class TemporaryQueue:
         self.connection.release()
 
 
-class KafkaTopic:
-    """A topic of :data:`KAFKA_PARTITIONS` partitions on ``servers``, deleted after."""
-
-    def __init__(self, servers: str, name: str) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        self.name = name
-        self.admin = AdminClient({"bootstrap.servers": servers})
-        self.admin.create_topics([NewTopic(name, KAFKA_PARTITIONS, 1)])[name].result(10)
-
-    def delete(self) -> None:
-        self.admin.delete_topics([self.name])[self.name].result(10)
-
-
 def prepare(broker: str, url: str, name: str) -> tuple[str, Callable[[], None]]:
     """Where a row publishes, made on ``broker`` for it: the exchange or topic ``name``,
     or on NATS a stream of its own (``<stream>.>``); its name and its cleanup."""
     if broker == "Kafka":
-        return name, KafkaTopic(url, name).delete
+        create_topic(url, name, KAFKA_PARTITIONS)
+        return name, lambda: delete_topic(url, name)
     if broker == "NATS":
         from tests.nats_broker import Stream
 
@@ -184,8 +172,6 @@ def measure(publish: PublishBatch, batch_size: int, batches: int) -> list[float]
 def kafka_broker(stack: contextlib.ExitStack) -> str:
     """A Tansu broker for the Kafka row, stopped when ``stack`` closes; its bootstrap
     servers, or why there is none."""
-    from benchmarks.tansu import Tansu, TansuMissing
-
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:

@@ -113,3 +113,51 @@ class Tansu:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+# -- topics (these need confluent-kafka) ----------------------------------------------------
+def create_topic(servers: str, name: str, partitions: int) -> str:
+    """Create topic ``name`` of ``partitions`` partitions on ``servers``; one that exists
+    already (a producer had it created on demand, an earlier run) is left as it is."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": servers})  # kept until the answer
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                            replication_factor=1)])
+    try:
+        futures[name].result(10)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+    return name
+
+
+def delete_topic(servers: str, name: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.delete_topics([name])[name].result(10)
+
+
+def records_in(servers: str, name: str, quiet: float = 3.0) -> int:
+    """How many records topic ``name`` holds, read from the start by a consumer group of
+    its own until none came for ``quiet`` seconds. (Tansu's high watermarks count a
+    partition's last batch as one record, so they cannot be summed instead.)"""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"{name}-count",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         # Tansu answers a group's first join after half of this.
+                         "session.timeout.ms": 2000, "heartbeat.interval.ms": 200})
+    consumer.subscribe([name])
+    count, last = 0, time.monotonic()
+    try:
+        while time.monotonic() - last < quiet:
+            for record in consumer.consume(1000, 0.2):
+                if record.error() is None:
+                    count += 1
+                    last = time.monotonic()
+    finally:
+        consumer.close()
+    return count

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.tansu import Tansu, TansuMissing, free_port
+from benchmarks.tansu import Tansu, TansuMissing, create_topic, free_port
 
 confluent_kafka = pytest.importorskip(
     "confluent_kafka", reason="confluent-kafka is not installed: pip install -e '.[dev]'")
@@ -86,18 +86,8 @@ class TansuBroker(Tansu):
         return kafka_admin.AdminClient({"bootstrap.servers": self.bootstrap, **settings})
 
     def create_topic(self, name: str, partitions: int = 1) -> str:
-        """Create topic ``name``; one that exists already (a producer had it created on
-        demand) is left as it is."""
-        admin = self.admin()  # kept until the answer: a destroyed client gets none
-        futures = admin.create_topics(
-            [kafka_admin.NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)])
-        try:
-            futures[name].result(10)
-        except confluent_kafka.KafkaException as exc:
-            if exc.args[0].code() != confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
-        return name
+        """Create topic ``name``; one that exists already is left as it is."""
+        return create_topic(self.bootstrap, name, partitions)
 
     def consumer(self, group: str | None = None, **settings: Any) -> Any:
         """A consumer of group ``group`` (one of its own by default), from the earliest
