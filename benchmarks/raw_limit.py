@@ -15,7 +15,9 @@ runs it through psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMyS
 benchmarks' driver) under the server's own flush setting; pika publishes to RabbitMQ
 (:class:`BatchConfirmer`), or redis-py ``LPUSH`` es the payloads to Redis in one
 non-transactional pipeline a batch (:class:`RedisPipeliner`, Redis's counterpart: it
-has no confirms, and a pipeline that runs is a batch stored).
+has no confirms, and a pipeline that runs is a batch stored), or confluent-kafka
+produces them to Kafka keyed by aggregate (the loop then selects ``aggregate_id`` too)
+with an idempotent ``acks=all`` producer, flushed once a batch (:class:`KafkaProducer`).
 """
 
 from __future__ import annotations
@@ -103,22 +105,51 @@ class RedisPipeliner:
         self.client.close()
 
 
+class KafkaProducer:
+    """confluent-kafka's idempotent producer (``acks=all``): each batch's payloads
+    produced keyed by aggregate, then flushed once; every delivery report checked."""
+
+    def __init__(self, servers: str, topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True,
+                                  "acks": "all"})
+        self.topic = topic
+        self.failed: list[Any] = []
+
+    def _report(self, error: Any, record: Any) -> None:
+        if error is not None:
+            self.failed.append(error)
+
+    def publish(self, bodies: list[bytes], keys: list[bytes] | None = None) -> None:
+        assert keys is not None, "the Kafka loop is keyed by aggregate"
+        for key, body in zip(keys, bodies, strict=True):
+            self.producer.produce(self.topic, value=body, key=key, on_delivery=self._report)
+        assert self.producer.flush(30) == 0, "delivery reports did not all come"
+        assert not self.failed, f"broker refused: {self.failed[0]}"
+
+    def close(self) -> None:
+        self.producer.flush(30)
+
+
 class Sink(Protocol):
     """Where the raw loop sends a batch, and returns once the broker has it."""
 
     def publish(self, bodies: list[bytes]) -> None: ...
 
 
-def drain(connection: Any, table: str, vendor: str, confirmer: Sink) -> DrainTime:
+def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProducer
+          ) -> DrainTime:
     """Drain ``table`` through ``connection`` (psycopg 3 in autocommit, or PyMySQL) with
-    the loop above."""
+    the loop above; :class:`KafkaProducer` gets each row's aggregate id as its key."""
     postgresql = vendor == "postgresql"
     if postgresql:
         connection.execute("SET synchronous_commit = off")
     else:
         connection.autocommit(False)
     payload = "payload::text" if postgresql else "payload"
-    select = (f"SELECT id, {payload} FROM {table} WHERE status = {Status.PENDING} "
+    key = "aggregate_id, " if isinstance(confirmer, KafkaProducer) else ""
+    select = (f"SELECT id, {key}{payload} FROM {table} WHERE status = {Status.PENDING} "
               f"ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
     now = "statement_timestamp()" if postgresql else "UTC_TIMESTAMP(3)"
     update = f"UPDATE {table} SET status = {Status.DONE}, processed_at = {now} WHERE "
@@ -131,7 +162,11 @@ def drain(connection: Any, table: str, vendor: str, confirmer: Sink) -> DrainTim
         cursor.execute(select)
         rows = cursor.fetchall()
         if rows:
-            confirmer.publish([str(body).encode() for _, body in rows])
+            if isinstance(confirmer, KafkaProducer):
+                confirmer.publish([str(row[2]).encode() for row in rows],
+                                  [str(row[1]).encode() for row in rows])
+            else:
+                confirmer.publish([str(body).encode() for _, body in rows])
             ids = [row[0] for row in rows]
             if postgresql:
                 cursor.execute(update + "id = ANY(%s)", [ids])

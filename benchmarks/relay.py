@@ -23,6 +23,14 @@ limit with redis-py (:class:`benchmarks.raw_limit.RedisPipeliner`, one pipeline 
 beside a relay process publishing to Redis (KombuPublisher: one pipeline a batch), the
 same relay through kombu's Producer as before (two round trips a message) and the relay
 on RabbitMQ (issue 28's target: the relay on Redis at least 60% of the raw loop, steady).
+
+``--kafka`` runs only the Kafka drains: a Tansu broker (:mod:`benchmarks.tansu`, memory
+storage) started on a free port for the run, then at ``--aggregates`` aggregates the raw
+limit with confluent-kafka (:class:`benchmarks.raw_limit.KafkaProducer`: 500 rows claimed
+``FOR UPDATE SKIP LOCKED``, produced keyed by aggregate with an idempotent ``acks=all``
+producer, flushed once, marked done, committed) beside a relay process publishing with
+KafkaPublisher, each to a fresh topic of :data:`KAFKA_PARTITIONS` partitions on the same
+seeded rows (issue 28's target: the relay at least 70% of the raw loop, steady).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -66,7 +75,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from benchmarks import raw_limit  # noqa: E402
+from benchmarks import raw_limit, tansu  # noqa: E402
 from benchmarks.benchapp.models import PlainEvent  # noqa: E402
 from benchmarks.raw_limit import DrainTime  # noqa: E402
 from benchmarks.relay_drain import (  # noqa: E402
@@ -131,23 +140,27 @@ def raw_connection() -> Any:
                            dbname=params["dbname"], autocommit=True)
 
 
-def copy_to_bare_table() -> None:
-    """The seeded rows and payloads, in a table of their own with only a primary key."""
+def copy_to_bare_table(keyed: bool = False) -> None:
+    """The seeded rows and payloads (and, if ``keyed``, their aggregate ids), in a table
+    of their own with only a primary key."""
+    key = "aggregate_id, " if keyed else ""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {BARE_TABLE}")
-        cursor.execute(f"CREATE TABLE {BARE_TABLE} AS SELECT id, payload, status, processed_at "
-                       f"FROM {table()}")
+        cursor.execute(f"CREATE TABLE {BARE_TABLE} AS SELECT id, {key}payload, status, "
+                       f"processed_at FROM {table()}")
         cursor.execute(f"ALTER TABLE {BARE_TABLE} ADD PRIMARY KEY (id)")
         if VENDOR != "mariadb":
             cursor.execute(f"VACUUM ANALYZE {BARE_TABLE}")
 
 
-def raw_drain(events: int, on: str, redis: bool = False) -> tuple[DrainTime, float]:
-    """Drain table ``on`` with the raw limit, in this (warm) process, to RabbitMQ or
-    ``redis``; its times and CPU seconds."""
+def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] | None = None
+              ) -> tuple[DrainTime, float]:
+    """Drain table ``on`` with the raw limit, in this (warm) process, to RabbitMQ,
+    ``redis`` or ``kafka`` (its bootstrap servers and topic); its times and CPU seconds."""
     raw = raw_connection()
-    confirmer: raw_limit.BatchConfirmer | raw_limit.RedisPipeliner = (
-        raw_limit.RedisPipeliner(settings.REDIS_URL, settings.QUEUE) if redis
+    confirmer: raw_limit.BatchConfirmer | raw_limit.RedisPipeliner | raw_limit.KafkaProducer = (
+        raw_limit.KafkaProducer(*kafka) if kafka
+        else raw_limit.RedisPipeliner(settings.REDIS_URL, settings.QUEUE) if redis
         else raw_limit.BatchConfirmer(settings.AMQP_URL, settings.EXCHANGE))
     cpu = time.process_time()
     try:
@@ -249,6 +262,58 @@ def redis_table(args: argparse.Namespace) -> list[str]:
     ]
     for name in [REDIS_RAW, *REDIS_RELAYS]:
         ratio = median([r[name].steady_rate / r[REDIS_RAW].steady_rate for r in rounds])
+        lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
+                     f"{median([r[name].rate for r in rounds]):,.0f} | {ratio:.0%} |")
+    return lines
+
+
+# -- Kafka ----------------------------------------------------------------------------------
+KAFKA_RAW = "raw limit, psycopg + confluent-kafka"
+KAFKA_RELAY = "relay, KafkaPublisher"
+#: The partitions of each drain's topic.
+KAFKA_PARTITIONS = 4
+
+
+def kafka_round(events: int, aggregates: int, servers: str) -> dict[str, DrainTime]:
+    """The raw confluent-kafka loop, then the relay, each on a freshly seeded outbox and
+    a topic of its own; each checked to have left every event in its topic."""
+    drained = {}
+    seed(events, aggregates)
+    copy_to_bare_table(keyed=True)
+    topic = tansu.create_topic(servers, f"bench-raw-{uuid.uuid4().hex[:8]}", KAFKA_PARTITIONS)
+    drained[KAFKA_RAW] = raw_drain(events, BARE_TABLE, kafka=(servers, topic))[0]
+    assert tansu.records_in(servers, topic) == events, "Kafka did not get every event"
+    tansu.delete_topic(servers, topic)
+    seed(events, aggregates)
+    topic = tansu.create_topic(servers, f"bench-relay-{uuid.uuid4().hex[:8]}",
+                               KAFKA_PARTITIONS)
+    drained[KAFKA_RELAY] = relay_drain(events, [], {
+        "EVENTFERRY_BENCH_BROKER": "kafka", "EVENTFERRY_BENCH_KAFKA": servers,
+        "EVENTFERRY_BENCH_QUEUE": topic})[0]
+    assert tansu.records_in(servers, topic) == events, "the relay's topic lacks events"
+    tansu.delete_topic(servers, topic)
+    for name, times in drained.items():
+        print(f"  {name}: {times.steady_rate:,.0f} events/s steady, {times.rate:,.0f} end "
+              "to end", file=sys.stderr, flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {BARE_TABLE}")
+    return drained
+
+
+def kafka_table(args: argparse.Namespace) -> list[str]:
+    with tempfile.TemporaryDirectory() as directory, \
+            tansu.Tansu(Path(directory) / "tansu.log") as broker:
+        rounds = [kafka_round(args.events, args.aggregates, broker.bootstrap)
+                  for _ in range(args.repeat)]
+    lines = [
+        f"Kafka drains of {args.events:,} events over {args.aggregates} aggregates to Tansu "
+        f"(memory storage, topics of {KAFKA_PARTITIONS} partitions), events/s, medians of "
+        f"{args.repeat} round(s); defaults (BATCH_SIZE 500), synchronous_commit off:", "",
+        "| drain | steady | end to end | steady / raw confluent-kafka loop |",
+        "|---|---|---|---|",
+    ]
+    for name in (KAFKA_RAW, KAFKA_RELAY):
+        ratio = median([r[name].steady_rate / r[KAFKA_RAW].steady_rate for r in rounds])
         lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
                      f"{median([r[name].rate for r in rounds]):,.0f} | {ratio:.0%} |")
     return lines
@@ -414,6 +479,9 @@ def main() -> None:
                         help="rounds of every drain, interleaved; the tables show medians")
     parser.add_argument("--redis", action="store_true",
                         help="only the Redis drains (PostgreSQL), at --aggregates aggregates")
+    parser.add_argument("--kafka", action="store_true",
+                        help="only the Kafka drains (PostgreSQL; a Tansu broker started for "
+                             "them), at --aggregates aggregates")
     args = parser.parse_args()
 
     # A fresh outbox table each run, so its DDL is this version's.
@@ -426,10 +494,12 @@ def main() -> None:
     print(f"{server}, RabbitMQ at {settings.AMQP_URL}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the start\n")
 
-    lines = redis_table(args) if args.redis else drain_tables(args, sync)
-    if not args.drains_only and not args.redis:
+    only = args.redis or args.kafka
+    lines = (redis_table(args) if args.redis else kafka_table(args) if args.kafka
+             else drain_tables(args, sync))
+    if not args.drains_only and not only:
         lines += ["", *poison_table(args)]
-    if VENDOR != "mariadb" and not args.drains_only and not args.redis:
+    if VENDOR != "mariadb" and not args.drains_only and not only:
         p50, p99 = bench_latency(args.latency_samples)
         durable = bench_publish_cost(args.publish_transactions, "on")
         fast = bench_publish_cost(args.publish_transactions, "off")

