@@ -24,6 +24,8 @@ from eventferry_django.store.claim import ALL_BUCKETS, ClaimRequest
 from eventferry_django.store.microsoft import MicrosoftDialect
 from eventferry_django.store.sql import Fragment, Slot
 
+from .test_ddl_golden import RecordingCursor
+
 CLASSES = {"postgresql": "PostgresqlClaim", "mysql": "MysqlClaim",
            "microsoft": "MicrosoftClaim", "sqlite": "SqliteClaim"}
 
@@ -68,20 +70,12 @@ def test_the_committed_claim_is_the_codes(vendor: str) -> None:
         f"{path} differs from the code; review, then rewrite it (see the module docstring)")
 
 
-class SentCursor:
+class SentCursor(RecordingCursor):
     """Records what a claim sends; its reads answer as a database holding one candidate
     head ``1`` of aggregate ``a``, with one row ``2`` behind it, would."""
 
-    rowcount = 0
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, list[Any]]] = []
-
-    def execute(self, sql: str, params: list[Any] | None = None) -> None:
-        self.sent.append((sql, list(params or [])))
-
     def fetchall(self) -> list[tuple[Any, ...]]:
-        sql = self.sent[-1][0]
+        sql = self.statements[-1][0]
         if "THEN 1 ELSE 0 END FROM" in sql:
             return [(2, "a", 1)]  # MariaDB's chain read: id, aggregate, claimable
         if "NOT e." in sql:
@@ -127,7 +121,7 @@ def test_the_claim_sends_the_committed_statements_and_each_of_them(vendor: str) 
         cursor = SentCursor()
         claim.run(cursor, request)
         slots = claim.slots(request)
-        for sent in cursor.sent:
+        for sent in cursor.statements:
             sql, values = one_id_each(*sent)
             assert sql in by_sql, f"{vendor} sent a statement not committed:\n{sql}"
             name, params = by_sql[sql]
