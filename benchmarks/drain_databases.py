@@ -167,3 +167,15 @@ def outbox_table() -> str:
     from eventferry_django.models import OutboxEvent
 
     return connection.ops.quote_name(OutboxEvent._meta.db_table)
+
+
+def checked_in() -> int:
+    """Relays in the relay registry now."""
+    from django.db import connection
+
+    from eventferry_django.store.outbox import OutboxStore
+
+    registry = OutboxStore().dialect.name.relay_registry.quoted(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {registry}")
+        return int(cursor.fetchone()[0])

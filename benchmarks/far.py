@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu import machine_ticks  # noqa: E402
+from benchmarks.drain_databases import checked_in  # noqa: E402
 from benchmarks.scale import bucket_sql, declare_capped_queue, numbers_sql  # noqa: E402
 from benchmarks.servers import (  # noqa: E402
     PrivatePostgres,
@@ -210,17 +211,6 @@ def open_rows() -> int:
     from eventferry_django.models import OutboxEvent
 
     return OutboxEvent.objects.open().count()
-
-
-def checked_in() -> int:
-    from django.db import connection
-
-    from eventferry_django.store.outbox import OutboxStore
-
-    registry = OutboxStore().dialect.name.relay_registry.quoted(connection.vendor)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {registry}")
-        return int(cursor.fetchone()[0])
 
 
 @contextlib.contextmanager

@@ -50,7 +50,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import servers  # noqa: E402
 from benchmarks.cpu import CLOCK_TICKS, machine_ticks, process_ticks  # noqa: E402
-from benchmarks.drain_databases import DATABASES, Database, outbox_table  # noqa: E402
+from benchmarks.drain_databases import (  # noqa: E402
+    DATABASES,
+    Database,
+    checked_in,
+    outbox_table,
+)
 from benchmarks.scale import bucket_sql, numbers_sql  # noqa: E402
 from benchmarks.soak_report import table  # noqa: E402
 
@@ -85,17 +90,6 @@ def any_open() -> bool:
     from eventferry_django.models import OutboxEvent
 
     return OutboxEvent.objects.open().exists()
-
-
-def checked_in() -> int:
-    from django.db import connection
-
-    from eventferry_django.store.outbox import OutboxStore
-
-    registry = OutboxStore().dialect.name.relay_registry.quoted(connection.vendor)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {registry}")
-        return int(cursor.fetchone()[0])
 
 
 # -- the relays ---------------------------------------------------------------------------
