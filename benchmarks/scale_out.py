@@ -56,6 +56,7 @@ from benchmarks.drain_databases import (  # noqa: E402
     checked_in,
     outbox_table,
 )
+from benchmarks.processes import terminate  # noqa: E402
 from benchmarks.scale import bucket_sql, numbers_sql  # noqa: E402
 from benchmarks.soak_report import table  # noqa: E402
 
@@ -133,14 +134,7 @@ class Fleet:
                 for path in (self.counts / f"r{n}" for n in range(self.count))]
 
     def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        terminate(self.processes, 60)
 
 
 @contextlib.contextmanager

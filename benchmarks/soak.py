@@ -47,6 +47,7 @@ from types import FrameType
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.processes import terminate  # noqa: E402
 from benchmarks.servers import (  # noqa: E402
     PrivateMariaDB,
     PrivatePostgres,
@@ -137,14 +138,8 @@ class Relays:
 
     def stop(self) -> None:
         self.sample()
-        for process in self.processes:
-            process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                self.unexpected_exits.append(f"relay pid {process.pid} ignored SIGTERM")
+        for process in terminate(self.processes, 60):
+            self.unexpected_exits.append(f"relay pid {process.pid} ignored SIGTERM")
 
 
 class Progress:

@@ -5,7 +5,6 @@ from the trace file they share (see ``tests/inbox_worker.py``)."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from typing import Any
 
 from kombu import Connection, Queue
 
+from benchmarks.processes import terminate
 from eventferry_django.models import InboxMessage
 
 from .amqp import AMQP_URL, require_broker, unique_name
@@ -99,15 +99,8 @@ class ConsumerProcesses:
                          if log.exists())
 
     def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+        for process in terminate(self.processes, 20):
+            process.wait(5)
         self.delete_queue()
 
 
