@@ -9,7 +9,7 @@ class EventferryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks, schema_checks, task_checks  # noqa: F401  (register the checks)
         from .metrics import connect_signals
 
         # Counts committed and redriven events; nothing without prometheus_client.

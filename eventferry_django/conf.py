@@ -449,9 +449,9 @@ def _forget_cached_settings(*, setting: str, **kwargs: Any) -> None:
         _cached = None
 
 
-def orm_db_table(table: Literal["outbox", "inbox"] = "outbox") -> str:
-    """The ``db_table`` of the outbox (or inbox) model, qualified for the vendor of
-    ``DATABASE``.
+def orm_db_table(table: Literal["outbox", "inbox", "task_results"] = "outbox") -> str:
+    """The ``db_table`` of the outbox (or inbox, or task results) model, qualified for
+    the vendor of ``DATABASE``.
 
     Read once, when the model class is built. It is lenient on purpose: a broken setting
     must not stop Django from starting, or the system checks could never report it.
@@ -461,6 +461,8 @@ def orm_db_table(table: Literal["outbox", "inbox"] = "outbox") -> str:
 
     parsed, _ = parse(getattr(django_settings, SETTING_NAME, None))
     name = parsed.inbox_table_name if table == "inbox" else parsed.table_name
+    if table == "task_results":
+        name = name.task_results
     try:
         vendor = connections[parsed.database].vendor
     except ConnectionDoesNotExist:

@@ -28,3 +28,9 @@ class UnsupportedDatabase(EventferryError, ImproperlyConfigured):
 class InvalidMessage(EventferryError, ValueError):
     """A message handed to the inbox cannot be recorded: no usable message id, or a
     consumer name that cannot be stored. The message names which."""
+
+
+class TaskNotDelivered(EventferryError):
+    """A Django task's outbox row went dead: the relay gave up delivering it to a worker.
+    What ``get_result()`` reports as the failed task's error, with the row's last error
+    as its traceback."""

@@ -1,5 +1,6 @@
 """What Django's flush misses: eventferry's tables outside the connection's default
-schema, and the relay registry, which no model describes.
+schema (the outbox, the inbox, the Django tasks' results), and the relay registry, which
+no model describes.
 
 Django's flush (``manage.py flush``, ``sqlflush``, the teardown of every
 ``TransactionTestCase``) empties the models' tables that introspection lists, matched by
@@ -29,12 +30,13 @@ def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
     vendor = connection.vendor
     if vendor not in QUOTES or not apps.is_installed("eventferry_django"):
         return []
-    from .models import InboxMessage, OutboxEvent
+    from .models import InboxMessage, OutboxEvent, TaskResultRecord
 
     settings = get_settings()
     tables = []
     for model, name in ((OutboxEvent, settings.table_name),
-                        (InboxMessage, settings.inbox_table_name)):
+                        (InboxMessage, settings.inbox_table_name),
+                        (TaskResultRecord, settings.table_name.task_results)):
         located = name.for_vendor(vendor)
         if located.schema is None or not router.allow_migrate_model(connection.alias, model):
             continue

@@ -98,10 +98,10 @@ class OutboxEvent(models.Model):
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     processed_at = models.DateTimeField(_("processed at"), null=True, blank=True)
     last_error = models.CharField(_("last error"), max_length=4000, null=True, blank=True)
-    # The version of the payload's schema the event was written with (migration 0008).
+    # The version of the payload's schema the event was written with.
     schema_version = models.CharField(_("schema version"), max_length=255, null=True,
                                       blank=True)
-    # The aggregate's bucket, by which relays share the work (migration 0010).
+    # The aggregate's bucket, by which relays share the work.
     bucket = models.SmallIntegerField(_("bucket"), null=True, blank=True, editable=False)
 
     objects = OutboxEventQuerySet.as_manager()
@@ -168,3 +168,66 @@ class InboxMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.consumer} {self.message_id}"
+
+
+class TaskResultStatus(models.TextChoices):
+    """The states of a Django task's result, spelled as ``django.tasks`` spells them."""
+
+    READY = "READY", _("ready")
+    RUNNING = "RUNNING", _("running")
+    SUCCESSFUL = "SUCCESSFUL", _("successful")
+    FAILED = "FAILED", _("failed")
+
+
+#: States a task can still leave: its worker may (still) run it.
+UNFINISHED_TASK_STATUSES = (TaskResultStatus.READY, TaskResultStatus.RUNNING)
+
+
+class TaskResultQuerySet(models.QuerySet["TaskResultRecord"]):
+    def unfinished(self) -> TaskResultQuerySet:
+        return self.filter(status__in=UNFINISHED_TASK_STATUSES)
+
+    def finished(self) -> TaskResultQuerySet:
+        return self.filter(status__in=(TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED))
+
+    def failed(self) -> TaskResultQuerySet:
+        return self.filter(status=TaskResultStatus.FAILED)
+
+
+class TaskResultRecord(models.Model):
+    """The result of a Django task enqueued through
+    :class:`~eventferry_django.task_backend.OutboxTaskBackend`: written with its outbox row,
+    moved READY -> RUNNING -> SUCCESSFUL or FAILED by the worker that runs it. The table
+    is created by vendor DDL beside the outbox; this model maps it."""
+
+    id = models.BigAutoField(primary_key=True)
+    result_id = models.CharField(_("result id"), max_length=64, unique=True)
+    task_path = models.CharField(_("task"), max_length=255)
+    backend = models.CharField(_("backend"), max_length=255)
+    queue_name = models.CharField(_("queue"), max_length=255)
+    priority = models.IntegerField(_("priority"), default=0)
+    status = models.CharField(_("status"), max_length=64, choices=TaskResultStatus.choices,
+                              default=TaskResultStatus.READY)
+    # {"args": [...], "kwargs": {...}}
+    arguments = models.JSONField(_("arguments"))
+    run_after = models.DateTimeField(_("run after"), null=True, blank=True)
+    enqueued_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    last_attempted_at = models.DateTimeField(_("last attempted at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    attempts = models.IntegerField(_("attempts"), default=0)
+    worker_ids = models.JSONField(_("worker ids"), null=True, blank=True)
+    # {"value": ...}: SQL Server's ISJSON check stores documents only.
+    return_value = models.JSONField(_("return value"), null=True, blank=True)
+    # [{"exception_class_path": ..., "traceback": ...}, ...]
+    errors = models.JSONField(_("errors"), null=True, blank=True)
+
+    objects = TaskResultQuerySet.as_manager()
+
+    class Meta:
+        db_table = orm_db_table("task_results")
+        verbose_name = _("task result")
+        verbose_name_plural = _("task results")
+
+    def __str__(self) -> str:
+        return f"{self.task_path} {self.result_id} ({self.get_status_display()})"

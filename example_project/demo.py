@@ -6,11 +6,13 @@
    ``shop.orders`` queue. The broker is kombu's in-process ``memory://`` transport unless
    ``SHOP_BROKER_URL`` names a real one.
 3. Orders placed and paid through the real views and middleware (Django's test
-   ``Client``); each view writes the order and its event in one transaction.
+   ``Client``); each view writes the order and its event in one transaction, and paying
+   enqueues the receipt email as a Django task in it too (``OutboxTaskBackend``).
 4. One poisoned event: ``order.refunded``, a topic no queue is bound to. The broker cannot
    route it, the publisher answers RETRY, and after ``MAX_ATTEMPTS`` (3 here) it is dead.
 5. The relay (``Relay(...).run()`` with ``until_empty``) until nothing is left open.
-6. The consumer handles every event once; one message is then delivered a second time,
+6. The worker runs each receipt task (the relay delivered it with the events) and the
+   consumer handles every event once; one message is then delivered a second time,
    as a relay that crashed between the broker's confirm and its own ack would, and the
    consumer skips it: eventferry's inbox knows its message id.
 7. A summary, and where the dead event waits in the admin.
@@ -45,6 +47,8 @@ sys.path.append(str(HERE.parent))
 os.environ["DJANGO_SETTINGS_MODULE"] = "shop.settings"
 os.environ.setdefault("SHOP_DEBUG", "0")  # a Celery worker warns when DEBUG is on
 os.environ.setdefault("SHOP_LOG_LEVEL", "WARNING")  # the demo tells its own story
+# Receipts are kept in memory (django.core.mail.outbox) for the summary to count.
+os.environ.setdefault("SHOP_EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
 
 import django  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -293,22 +297,31 @@ def run(kafka: str | None) -> int:
     where = fresh_database()
     say(f"Fresh database: {where}")
 
-    from eventferry_django.models import InboxMessage, OutboxEvent
+    from django.core import mail
+    from eventferry_django.models import InboxMessage, OutboxEvent, TaskResultRecord
+    from eventferry_django.task_messages import AGGREGATE_TYPE
 
     from orders import consumers
     from orders.models import Order, Shipment
 
-    with kafka_consumer(kafka) if kafka else celery_worker():
+    # The Celery worker runs the receipt tasks on Kafka too; there it consumes no events.
+    with kafka_consumer(kafka) if kafka else contextlib.nullcontext(), celery_worker():
         say("\nPlacing orders through the views (each order and its event commit together):")
         place_orders()
         publish_poison()
-        say(f"\nOutbox: {OutboxEvent.objects.pending().count()} events pending. "
+        pending = OutboxEvent.objects.pending()
+        tasks = pending.filter(aggregate_type=AGGREGATE_TYPE).count()
+        say(f"\nOutbox: {pending.count() - tasks} events and {tasks} tasks pending. "
             "Running the relay:")
         run_relay()
 
-        published = OutboxEvent.objects.done().count()
+        published = OutboxEvent.objects.done().exclude(aggregate_type=AGGREGATE_TYPE).count()
         wait_for("the consumer", lambda: consumers.stats.handled >= published)
         say(f"\nConsumer: handled {consumers.stats.handled} events")
+        paid = Order.objects.filter(status=Order.Status.PAID).count()
+        wait_for("the receipts", lambda: TaskResultRecord.objects.filter(
+            task_path="orders.tasks.send_receipt", status="SUCCESSFUL").count() >= paid)
+        say(f"Worker: ran {paid} send_receipt tasks; {len(mail.outbox)} receipts emailed")
 
         redelivered = redeliver_one()
         say(f"Redelivering {redelivered} ...")
@@ -323,9 +336,11 @@ def run(kafka: str | None) -> int:
             consumer=consumers.handle_once.consumer).count(),
         "duplicates skipped": consumers.stats.duplicates,
         "shipments": Shipment.objects.count(),
+        "receipts emailed": len(mail.outbox),
         "dead events": OutboxEvent.objects.dead().count(),
     }
-    if counts["events consumed"] != published or counts["shipments"] != counts["orders paid"]:
+    if (counts["events consumed"] != published or counts["shipments"] != counts["orders paid"]
+            or counts["receipts emailed"] != counts["orders paid"]):
         raise DemoFailed(f"the numbers do not add up: {counts}")
 
     say("\nSummary")

@@ -171,3 +171,7 @@ EVENTFERRY: dict[str, Any] = {
 # Relays started as real processes by the tests get their EVENTFERRY through the environment.
 if os.environ.get("EVENTFERRY_TEST_SETTINGS"):
     EVENTFERRY = json.loads(os.environ["EVENTFERRY_TEST_SETTINGS"])
+# Worker and relay processes of the task backend's tests get their TASKS through the
+# environment (tests in process set settings.TASKS themselves).
+if os.environ.get("EVENTFERRY_TEST_TASKS"):
+    TASKS = json.loads(os.environ["EVENTFERRY_TEST_TASKS"])

@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,24 +27,15 @@ from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
 from .base import (
-    BrokerUnavailable,
     OutboundMessage,
     Outcome,
     Publisher,
     PublishResult,
     mask_url,
 )
+from .celery_sender import CelerySender, TaskCall
 from .message_format import MessageFormat
 from .options import Option, OptionTable, is_name, positive_seconds, raise_if_serious
-
-#: Header names of Celery's task protocol 2. Celery lets headers passed to ``send_task``
-#: override its own, so an event header called ``id`` or ``task`` would corrupt the task
-#: message; such event headers are left out.
-CELERY_HEADERS = frozenset({
-    "lang", "task", "id", "shadow", "eta", "expires", "group", "group_index", "retries",
-    "timelimit", "root_id", "parent_id", "argsrepr", "kwargsrepr", "origin",
-    "ignore_result", "replaced_task_nesting", "stamped_headers", "stamps",
-})
 
 FALLBACK = "*"
 
@@ -134,7 +124,7 @@ class CeleryPublisher(Publisher):
     ...)`` with ``payload`` the event's JSON payload decoded, so the task id is the outbox
     message id and a consumer can deduplicate on it. Headers are those of
     :func:`~eventferry_django.publishers.base.broker_headers`, minus event headers that
-    collide with Celery's own (:data:`CELERY_HEADERS`). In the CloudEvents formats
+    collide with Celery's own (:data:`~.celery_sender.CELERY_HEADERS`). In the CloudEvents formats
     (``EVENTFERRY["MESSAGE_FORMAT"]``, see :mod:`~.message_format`) binary mode adds the
     ``cloudEvents_*`` headers to a task whose argument is the payload, and structured
     mode's task argument is the whole CloudEvent (its ``data`` the payload).
@@ -157,26 +147,17 @@ class CeleryPublisher(Publisher):
     again with the batch: delivery is at least once.
     """
 
-    def __init__(
-        self,
-        *,
-        task: str | Mapping[str, str] | None = None,
-        app: str | None = None,
-        queue: str | None = None,
-        publish_timeout: float = 10,
-        **options: Any,
-    ) -> None:
-        given = dict(task=task, app=app, queue=queue, publish_timeout=publish_timeout, **options)
+    def __init__(self, **options: Any) -> None:
+        given = {**OPTIONS.defaults(), **options}
         super().__init__(**given)
         raise_if_serious(self.check(given))
-        assert task is not None  # check() reported E040 otherwise
+        task: str | Mapping[str, str] = given["task"]  # check() reported E040 if missing
         self.tasks: Mapping[str, str] = {FALLBACK: task} if isinstance(task, str) else task
-        self.app_path = app
-        self.queue = queue
-        self.publish_timeout = float(publish_timeout)
+        self.app_path: str | None = given["app"]
+        self.queue: str | None = given["queue"]
+        self.publish_timeout = float(given["publish_timeout"])
         self.message_format = MessageFormat.from_settings()
-        self._app: Any = None
-        self._lock = threading.Lock()
+        self.sender = CelerySender(self.app_path, self.publish_timeout)
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:
@@ -192,54 +173,21 @@ class CeleryPublisher(Publisher):
         return messages
 
     def describe(self) -> str:
-        app = self._resolve_app()
-        connection = app.connection_for_write()
-        try:
-            broker = mask_url(connection.as_uri(include_password=True))
-        finally:
-            connection.release()
+        app = self.sender.app()
         tasks = ", ".join(f"{topic} -> {task}" for topic, task in self.tasks.items())
-        return f"CeleryPublisher app {app.main or 'current'!r} broker {broker} task {tasks}"
-
-    def _resolve_app(self) -> Any:
-        if self._app is None:
-            if self.app_path is None:
-                self._app = importlib.import_module("celery").current_app
-            else:
-                self._app = import_string(self.app_path)
-        return self._app
+        return (f"CeleryPublisher app {app.main or 'current'!r} broker {self.sender.broker()} "
+                f"task {tasks}")
 
     def task_for(self, topic: str) -> str | None:
         """The task name for ``topic``, or None when it has none."""
         return self.tasks.get(topic, self.tasks.get(FALLBACK))
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
-        if not messages:
-            return []
-        exceptions = importlib.import_module("kombu.exceptions")
-        with self._lock:
-            app = self._resolve_app()
-            connection = app.connection_for_write()
-            errors = (
-                exceptions.OperationalError, OSError,
-                *connection.connection_errors, *connection.channel_errors,
-            )
-            uri = connection.as_uri()
-            connection.release()  # only asked for its error classes; nothing was opened
-            results: list[PublishResult] = []
-            try:
-                with app.producer_or_acquire() as producer:
-                    for message in messages:
-                        results.append(self._send(app, producer, message, exceptions))
-            except errors as exc:
-                raise BrokerUnavailable(
-                    f"Celery could not reach its broker at {uri}: {exc!r}"
-                ) from exc
-            return results
+        return self.sender.send(messages, self.task_call)
 
-    def _send(
-        self, app: Any, producer: Any, message: OutboundMessage, exceptions: Any,
-    ) -> PublishResult:
+    def task_call(self, message: OutboundMessage) -> TaskCall | PublishResult:
+        """The task ``message`` becomes: its topic's task, the payload its one argument,
+        the message format's headers, OPTIONS' queue; or why it cannot be one."""
         name = self.task_for(message.topic)
         if name is None:
             return PublishResult(
@@ -252,25 +200,4 @@ class CeleryPublisher(Publisher):
             payload = json.loads(envelope.body)
         except ValueError as exc:
             return PublishResult(Outcome.GIVE_UP, f"payload is not JSON: {exc}")
-        headers = {
-            key: value for key, value in envelope.headers.items()
-            if key not in CELERY_HEADERS
-        }
-        options: dict[str, Any] = {}
-        if self.queue is not None:
-            options["queue"] = self.queue
-        try:
-            app.send_task(
-                name,
-                args=[payload],
-                kwargs={},
-                task_id=message.message_id,
-                headers=headers,
-                producer=producer,
-                timeout=self.publish_timeout,
-                confirm_timeout=self.publish_timeout,
-                **options,
-            )
-        except exceptions.EncodeError as exc:
-            return PublishResult(Outcome.GIVE_UP, f"Celery cannot encode the task: {exc!r}")
-        return PublishResult.ok()
+        return TaskCall(name, payload, envelope.headers, self.queue)

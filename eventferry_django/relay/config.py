@@ -9,8 +9,9 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from ..conf import EventferrySettings, get_settings
+from ..conf import DEFAULTS, EventferrySettings, get_settings
 from ..publishers.base import Publisher
+from ..publishers.task_routing import route_tasks
 
 #: Seconds between the progress lines a working relay logs at INFO.
 PROGRESS_INTERVAL = 60.0
@@ -22,19 +23,24 @@ def default_relay_id() -> str:
 
 
 def build_publisher(settings: EventferrySettings | None = None) -> Publisher:
-    """The publisher named in ``EVENTFERRY["PUBLISHER"]``, built with its OPTIONS."""
+    """The publisher named in ``EVENTFERRY["PUBLISHER"]``, built with its OPTIONS; behind
+    a :class:`~eventferry_django.publishers.task_routing.TaskRouting` that sends Django
+    task rows to their Celery app when ``TASKS`` has an ``OutboxTaskBackend``."""
     config = (settings or get_settings()).publisher
     publisher_class = import_string(config.backend)
-    return publisher_class(**config.options)  # type: ignore[no-any-return]
+    return route_tasks(publisher_class(**config.options))
 
 
 @dataclass
 class RelayConfig:
+    """One relay's run: the ``EVENTFERRY`` values it uses (their defaults are the
+    registry's, :data:`~eventferry_django.conf.DEFAULTS`) and its command's options."""
+
     batch_size: int
     poll_interval: float = 1.0
-    claim_timeout: float = 60.0
-    max_attempts: int = 5
-    batches_in_flight: int = 2
+    claim_timeout: float = float(DEFAULTS["CLAIM_TIMEOUT"])
+    max_attempts: int = DEFAULTS["MAX_ATTEMPTS"]
+    batches_in_flight: int = DEFAULTS["BATCHES_IN_FLIGHT"]
     relay_id: str = field(default_factory=default_relay_id)
     once: bool = False
     until_empty: bool = False

@@ -1,6 +1,7 @@
 """The shop's JSON API. ``ATOMIC_REQUESTS`` runs each view in one transaction, so an
 order and the event announcing it commit together or not at all; the outbox relay
-publishes the event after the commit.
+publishes the event after the commit. Paying also enqueues the receipt email as a Django
+task, in the same transaction.
 
     POST /orders/               {"customer": "ada@example.com", "total": "12.50",
                                  "reference": "SO-1001"}  (reference optional)
@@ -22,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from eventferry_django import publish_event
 
 from .models import Order
+from .tasks import send_receipt
 
 
 def _error(status: int, message: str) -> JsonResponse:
@@ -65,4 +67,7 @@ def pay(request: HttpRequest, order_id: int) -> JsonResponse:
         return _error(404, f"no order {order_id}")
     order = Order.objects.get(pk=order_id)
     publish_event("order.paid", order.as_event(), aggregate_type="order", aggregate_id=order.pk)
+    # A Django task in the same transaction: the receipt goes if and only if the payment
+    # commits (OutboxTaskBackend; the shop's Celery workers run it).
+    send_receipt.enqueue(order.pk)
     return JsonResponse(order.as_json())

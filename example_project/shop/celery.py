@@ -1,6 +1,8 @@
 """The shop's Celery app.
 
-``celery -A shop worker`` consumes the order events that the outbox relay publishes:
+``celery -A shop worker`` runs the shop's Django tasks (the receipt email, delivered by
+the outbox relay as ``eventferry.run_django_task`` messages on ``shop.tasks``) and
+consumes the order events that the outbox relay publishes:
 ``orders.consumers.OrderEventsConsumerStep`` is a worker bootstep that reads the
 ``shop.orders`` queue on the worker's own broker connection. ``celery -A shop beat`` may
 drive the relay too (``eventferry.relay``, see ``CELERY_BEAT_SCHEDULE``), in place of a
@@ -17,7 +19,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shop.settings")
 
 app = Celery("shop")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Finds eventferry_django.tasks (eventferry.relay, eventferry.purge).
+# Finds eventferry_django.tasks (eventferry.relay, eventferry.purge, and
+# eventferry.run_django_task, which runs the Django tasks such as orders.tasks.send_receipt).
 app.autodiscover_tasks()
 # Named by path, so the consumer (and with it the models) loads when the worker starts,
 # after Django is set up.

@@ -31,6 +31,9 @@ environment variables, all prefixed ``SHOP_``:
     ``order.paid``), keyed by order. ``make demo BROKER=kafka`` starts a broker of its
     own and sets it (pip install "eventferry-django[kafka]").
 
+``SHOP_EMAIL_BACKEND``
+    Where receipts go (Django's ``EMAIL_BACKEND``). Default: the console.
+
 ``SHOP_DJANGO_APPS_FROM_MODELS`` (``1``)
     Only for the T-SQL endpoint (Babelfish): see ``MIGRATION_MODULES`` below.
 
@@ -64,6 +67,9 @@ INSTALLED_APPS = [
     "eventferry_django",
     "orders",
 ]
+if django.VERSION < (6, 0):
+    # Django's Tasks framework, backported (eventferry-django[tasks]); built in from 6.0.
+    INSTALLED_APPS.append("django_tasks")
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -175,13 +181,23 @@ if KAFKA_SERVERS:
                     "delivery_timeout": 4},
     }
 
+# Django tasks (orders/tasks.py: the receipt email) go through the outbox: enqueued in the
+# view's transaction, delivered by the same relay to the shop's Celery workers.
+TASKS = {"default": {
+    "BACKEND": "eventferry_django.task_backend.OutboxTaskBackend",
+    "OPTIONS": {"celery_app": "shop.celery.app"},
+}}
+EMAIL_BACKEND = os.environ.get("SHOP_EMAIL_BACKEND",
+                               "django.core.mail.backends.console.EmailBackend")
+
 # Celery (shop/celery.py reads every CELERY_* setting). The worker runs the order-events
 # consumer (orders.consumers) as a bootstep; beat may run the relay instead of a
 # long-running `manage.py outbox_relay`.
 CELERY_BROKER_URL = BROKER_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
-# Its own queue for tasks (beat's relay and purge), not Celery's shared default "celery".
+# Its own queue for tasks (beat's relay and purge, the Django tasks' runner), not
+# Celery's shared default "celery".
 CELERY_TASK_DEFAULT_QUEUE = "shop.tasks"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -203,5 +219,10 @@ LOGGING = {
         "orders": {"handlers": ["console"], "level": os.environ.get("SHOP_LOG_LEVEL", "INFO")},
         "eventferry_django": {"handlers": ["console"], "propagate": False,
                               "level": os.environ.get("SHOP_LOG_LEVEL", "INFO")},
+        # Django 6.0's django.tasks logs every task's start and finish at INFO, and its
+        # parent "django" logger's INFO level lets them through to the Celery worker's
+        # root handler on stderr; the backport's django_tasks logger stays quiet there.
+        # Failures (ERROR) still show.
+        "django.tasks": {"level": "WARNING"},
     },
 }

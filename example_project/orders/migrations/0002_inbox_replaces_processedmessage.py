@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     # The consumer's own ledger gives way to eventferry's inbox table.
     dependencies = [
         ('orders', '0001_initial'),
-        ('eventferry_django', '0004_inbox'),
+        ('eventferry_django', '0001_initial'),
     ]
 
     operations = [

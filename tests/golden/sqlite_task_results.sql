@@ -1,0 +1,25 @@
+CREATE TABLE IF NOT EXISTS "outbox_task_results" (
+    "id" INTEGER NOT NULL CONSTRAINT "PK_outbox_task_results" PRIMARY KEY AUTOINCREMENT,
+    "result_id" VARCHAR(64) NOT NULL,
+    "task_path" VARCHAR(255) NOT NULL,
+    "backend" VARCHAR(255) NOT NULL,
+    "queue_name" VARCHAR(255) NOT NULL,
+    "priority" INTEGER NOT NULL DEFAULT 0,
+    "status" VARCHAR(64) NOT NULL,
+    "arguments" TEXT NOT NULL,
+    "run_after" DATETIME NULL,
+    "enqueued_at" DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
+    "started_at" DATETIME NULL,
+    "last_attempted_at" DATETIME NULL,
+    "finished_at" DATETIME NULL,
+    "attempts" INTEGER NOT NULL DEFAULT 0,
+    "worker_ids" TEXT NULL,
+    "return_value" TEXT NULL,
+    "errors" TEXT NULL,
+    CONSTRAINT "UQ_outbox_task_results_result_id" UNIQUE ("result_id"),
+    CONSTRAINT "CK_outbox_task_results_arguments_json" CHECK (json_valid("arguments")),
+    CONSTRAINT "CK_outbox_task_results_worker_ids_json" CHECK ("worker_ids" IS NULL OR json_valid("worker_ids")),
+    CONSTRAINT "CK_outbox_task_results_return_value_json" CHECK ("return_value" IS NULL OR json_valid("return_value")),
+    CONSTRAINT "CK_outbox_task_results_errors_json" CHECK ("errors" IS NULL OR json_valid("errors"))
+);
+CREATE INDEX IF NOT EXISTS "IX_outbox_task_results_status_finished_at" ON "outbox_task_results" ("status", "finished_at");
