@@ -1,5 +1,5 @@
 """Claim latency on PostgreSQL while a backlog drains, with the outbox's autovacuum
-tuning (``--tuned``, what migration 0006 sets) or the server's defaults.
+tuning (``--tuned``, what the migration sets) or the server's defaults.
 
 It reproduces what the soak saw mid-drain: a table of done rows and a pending backlog,
 drained at a steady rate by set-based updates (pending, claimed, done: the versions a
@@ -24,7 +24,7 @@ import psycopg
 
 from benchmarks.postgres import ensure_database
 from eventferry_django.naming import TableName
-from eventferry_django.store.postgresql import PostgresqlDialect
+from eventferry_django.store.postgresql import PostgresqlDialect, PostgresqlSchema
 from eventferry_django.store.sql import bind
 
 DATABASE = "eventferry_queue_vacuum"
@@ -38,8 +38,8 @@ def build(conn: psycopg.Connection[Any], pending: int, done: int, *, tuned: bool
     for statement in DIALECT.schema.create_statements():
         conn.execute(statement)
     if not tuned:
-        [reset] = DIALECT.schema.autovacuum_statements(forwards=False)
-        conn.execute(reset)
+        names = ", ".join(name for name, _ in PostgresqlSchema.AUTOVACUUM)
+        conn.execute(f"ALTER TABLE {DIALECT.table} RESET ({names})")
     conn.execute(
         f"INSERT INTO {DIALECT.table} (message_id, topic, aggregate_type, aggregate_id, "
         "payload, status, processed_at) "

@@ -1,10 +1,10 @@
-"""The DDL of eventferry's tables (the outbox, the inbox) for a connection or a named
-vendor, from the settings.
+"""The DDL of eventferry's tables (the outbox, the inbox, the relay registry, the task
+results) for a connection or a named vendor, from the settings.
 
-The released migrations run their frozen statements (:mod:`.released_ddl`), and
+The migrations run the frozen statements of a release (:mod:`.released_ddl`), and
 ``manage.py outbox_sql`` prints those same statements, so what a DBA reviews is byte for
-byte what ``migrate`` runs. :data:`RELEASES` says, for each released migration, which
-table it concerns and how the live code rendered it, once, when it was frozen.
+byte what ``migrate`` runs. :data:`RELEASES` says, for each release, which tables its DDL
+concerns and how the live code rendered it, once, when it was frozen.
 """
 
 from __future__ import annotations
@@ -26,51 +26,37 @@ from .store.schema import SchemaSql
 from .store.tables import Table
 
 #: eventferry's tables, as the migrations and ``outbox_sql`` name them.
-TableKind = Literal["outbox", "inbox", "relays"]
+TableKind = Literal["outbox", "inbox", "relays", "task_results"]
 
-
-@dataclass(frozen=True)
-class Release:
-    """A released migration's DDL: the table it concerns and how the live schema part
-    rendered its statements (forwards, or backwards) when it was frozen."""
-
-    kind: TableKind
-    render: Callable[[SchemaSql, Table, bool], list[str]]
-    description: str
+#: The model whose database router decides where each table goes: the relay registry
+#: has no model and lives beside the outbox.
+ROUTED_BY: dict[TableKind, str] = {"outbox": "outboxevent", "inbox": "inboxmessage",
+                                   "relays": "outboxevent", "task_results": "taskresultrecord"}
 
 
 def _create_or_drop(schema: SchemaSql, table: Table, forwards: bool) -> list[str]:
     return schema.create_statements(table) if forwards else schema.drop_statements(table)
 
 
-#: Every released migration that runs vendor DDL, by name. A new one is added here and
-#: frozen with ``scripts/freeze_released_ddl.py`` (see docs/development.md).
-RELEASES: dict[str, Release] = {
-    "0001_initial": Release("outbox", _create_or_drop, "the outbox table and its indexes"),
-    "0004_inbox": Release("inbox", _create_or_drop, "the inbox table and its index"),
-    "0005_open_rows_index": Release(
-        "outbox", lambda schema, _, forwards: schema.open_rows_index_statements(
-            forwards=forwards),
-        "the open-rows index in place of the first release's head-of-aggregate index"),
-    "0006_outbox_autovacuum": Release(
-        "outbox", lambda schema, _, forwards: schema.autovacuum_statements(forwards=forwards),
-        "the outbox's autovacuum tuning (PostgreSQL only)"),
-    "0007_closed_rows_index": Release(
-        "outbox", lambda schema, _, forwards: schema.closed_rows_index_statements(
-            forwards=forwards),
-        "the retention index over closed rows only, where the vendor filters indexes"),
-    "0008_schema_version": Release(
-        "outbox", lambda schema, _, forwards: schema.schema_version_statements(
-            forwards=forwards),
-        "the outbox's nullable schema_version column (SQLite's unguarded: the migration "
-        "reads the table's columns first)"),
-    "0009_relay_registry": Release("relays", _create_or_drop,
-                                   "the relay registry beside the outbox"),
-    "0010_claim_buckets": Release(
-        "outbox", lambda schema, _, forwards: schema.bucket_statements(forwards=forwards),
-        "the outbox's nullable bucket column and the index of each bucket's fresh rows "
-        "(SQLite: the column alone, unguarded: the migration reads the table's columns "
-        "first)"),
+@dataclass(frozen=True)
+class Step:
+    """One table's part of a release: what it does, and how the live schema code
+    rendered its statements (forwards, or backwards) when the release was frozen."""
+
+    description: str
+    render: Callable[[SchemaSql, Table, bool], list[str]] = _create_or_drop
+
+
+#: Every release's DDL, oldest first, by table. A release that changes the schema is
+#: added here and frozen with ``scripts/freeze_released_ddl.py``; a released entry and
+#: its files are never edited (see docs/development.md, "Changing the schema").
+RELEASES: dict[str, dict[TableKind, Step]] = {
+    "0.1.0": {
+        "outbox": Step("the outbox table and its indexes"),
+        "inbox": Step("the inbox table and its index"),
+        "relays": Step("the relay registry beside the outbox"),
+        "task_results": Step("the Django tasks' results table beside the outbox"),
+    },
 }
 
 
@@ -80,7 +66,7 @@ def table_name(kind: TableKind = "outbox", *, schema: str | None = None,
     ``EVENTFERRY``."""
     settings = get_settings()
     schema = schema if schema is not None else settings.schema
-    if kind != "inbox":  # the relay registry's name follows its outbox's
+    if kind != "inbox":  # the relay registry's and the task results' follow the outbox's
         return TableName(table if table is not None else settings.table, schema)
     return TableName(table if table is not None else settings.inbox_table, schema, role="Inbox")
 
@@ -94,9 +80,9 @@ def table_ddl(
     native_json: bool | None = None,
 ) -> tuple[Dialect, Table]:
     """The live dialect for ``vendor`` and the ``kind`` table it renders (for DDL no
-    migration runs, and for freezing a new migration's); ``table`` names that table,
-    (for the relay registry: its outbox), and arguments left as None come from
-    ``EVENTFERRY``."""
+    migration runs, and for freezing a new release's); ``table`` names that table
+    (for the relay registry and the task results: their outbox), and arguments left as
+    None come from ``EVENTFERRY``."""
     settings = get_settings()
     outbox = table_name(schema=schema, table=table if kind != "inbox" else None)
     dialect = dialect_for(
@@ -106,78 +92,63 @@ def table_ddl(
         return dialect, dialect.schema.outbox
     if kind == "relays":
         return dialect, dialect.schema.registry
+    if kind == "task_results":
+        return dialect, dialect.schema.task_results
     return dialect, dialect.schema.inbox(table_name("inbox", schema=schema, table=table))
 
 
+def step(release: str, kind: TableKind) -> Step:
+    """The part of ``release`` that concerns the ``kind`` table; a clear error where
+    there is none."""
+    if release not in RELEASES:
+        raise ValueError(f"eventferry-django has no release {release!r} with DDL; "
+                         f"the releases are {', '.join(RELEASES)}.")
+    if kind not in RELEASES[release]:
+        raise ValueError(f"Release {release} has no DDL for the {kind} table.")
+    return RELEASES[release][kind]
+
+
 def released(
-    migration: str, vendor: str, *, forwards: bool = True, schema: str | None = None,
-    table: str | None = None, native_json: bool | None = None,
+    release: str, kind: TableKind, vendor: str, *, forwards: bool = True,
+    schema: str | None = None, table: str | None = None, native_json: bool | None = None,
 ) -> list[str]:
-    """What the released ``migration`` runs on ``vendor``, forwards or backwards, for the
-    table the settings (or ``schema``/``table``) name."""
-    name = table_name(RELEASES[migration].kind, schema=schema, table=table)
+    """What ``release`` runs for the ``kind`` table on ``vendor``, forwards or backwards,
+    for the table the settings (or ``schema``/``table``) name."""
+    step(release, kind)
+    name = table_name(kind, schema=schema, table=table)
     if native_json is None:
         native_json = get_settings().native_json
-    return released_statements(migration, vendor, name, forwards=forwards,
+    return released_statements(release, kind, vendor, name, forwards=forwards,
                                native_json=native_json)
 
 
-def freeze(migration: str, vendor: str, *, native_json: bool = False) -> str:
-    """The template file of ``migration`` on ``vendor``, rendered by today's live code:
-    run once, when the migration is released (``scripts/freeze_released_ddl.py``)."""
-    release = RELEASES[migration]
-    dialect, table = table_ddl(vendor, release.kind, schema=SENTINEL_SCHEMA,
-                               table=SENTINEL_TABLE, native_json=native_json)
-    header = (f"Migration {migration} on {vendor}{' with NATIVE_JSON' if native_json else ''}:"
-              f" {release.description}.\nReleased DDL: never edit this file (see "
-              "eventferry_django/released_ddl.py).")
-    return template(header, release.render(dialect.schema, table, True),
-                    release.render(dialect.schema, table, False))
-
-
-#: The released migration that creates each table.
-CREATED_BY: dict[TableKind, str] = {"outbox": "0001_initial", "inbox": "0004_inbox",
-                                    "relays": "0009_relay_registry"}
+def releases_of(kind: TableKind) -> list[str]:
+    """The releases with DDL for the ``kind`` table, oldest first."""
+    return [release for release, steps in RELEASES.items() if kind in steps]
 
 
 def create_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
-    """What the migration of the ``kind`` table runs forwards on ``vendor``."""
-    return released(CREATED_BY[kind], vendor)
+    """What migrating from scratch runs for the ``kind`` table on ``vendor``: every
+    release's statements for it, oldest first."""
+    return [statement for release in releases_of(kind)
+            for statement in released(release, kind, vendor)]
 
 
 def drop_statements(vendor: str, kind: TableKind = "outbox") -> list[str]:
-    """What it runs backwards."""
-    return released(CREATED_BY[kind], vendor, forwards=False)
+    """What migrating back to zero runs for it: every release reversed, newest first."""
+    return [statement for release in reversed(releases_of(kind))
+            for statement in released(release, kind, vendor, forwards=False)]
 
 
-def open_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
-    """What migration 0005 runs on ``vendor``: the open-rows index in, the first
-    release's head-of-aggregate index out (the other way round backwards)."""
-    return released("0005_open_rows_index", vendor, forwards=forwards)
-
-
-def autovacuum_statements(vendor: str, *, forwards: bool = True) -> list[str]:
-    """What migration 0006 runs on ``vendor``: the outbox's autovacuum tuning (PostgreSQL
-    only; nothing elsewhere), or back to the server's defaults backwards."""
-    return released("0006_outbox_autovacuum", vendor, forwards=forwards)
-
-
-def closed_rows_index_statements(vendor: str, *, forwards: bool = True) -> list[str]:
-    """What migration 0007 runs on ``vendor``: the retention index filtered on the closed
-    statuses in, the unfiltered one out (the other way round backwards); nothing on
-    MariaDB/MySQL, which have no filtered indexes."""
-    return released("0007_closed_rows_index", vendor, forwards=forwards)
-
-
-def bucket_statements(vendor: str, *, forwards: bool = True) -> list[str]:
-    """What migration 0010 runs on ``vendor``: the outbox's nullable ``bucket`` column and
-    the index of each bucket's fresh rows (the column alone on SQLite), or both dropped
-    backwards."""
-    return released("0010_claim_buckets", vendor, forwards=forwards)
-
-
-def schema_version_statements(vendor: str, *, forwards: bool = True) -> list[str]:
-    """What migration 0008 runs on ``vendor``: the outbox's nullable ``schema_version``
-    column added, guarded (dropped backwards). SQLite's cannot be guarded in SQL: the
-    migration looks at the table first (``dialect.schema.guards_columns``)."""
-    return released("0008_schema_version", vendor, forwards=forwards)
+def freeze(release: str, kind: TableKind, vendor: str, *, native_json: bool = False) -> str:
+    """The template file of ``release``'s DDL for the ``kind`` table on ``vendor``,
+    rendered by today's live code: run once, when the release is frozen
+    (``scripts/freeze_released_ddl.py``)."""
+    part = step(release, kind)
+    dialect, table = table_ddl(vendor, kind, schema=SENTINEL_SCHEMA, table=SENTINEL_TABLE,
+                               native_json=native_json)
+    header = (f"Release {release} on {vendor}{' with NATIVE_JSON' if native_json else ''}:"
+              f" {part.description}.\nReleased DDL: never edit this file (see "
+              "eventferry_django/released_ddl.py).")
+    return template(header, part.render(dialect.schema, table, True),
+                    part.render(dialect.schema, table, False))

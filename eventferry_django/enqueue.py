@@ -141,7 +141,7 @@ def _delivery_params(connection: BaseDatabaseWrapper, dialect: Dialect,
 def _insert(connection: BaseDatabaseWrapper, dialect: Dialect, rows: list[tuple[Any, ...]],
             deliveries: list[list[Any]] | None) -> None:
     """INSERT ``rows``; ``deliveries`` (one list of bound values a row) schedules them."""
-    # Rows without a schema version keep the INSERT released before migration 0008.
+    # Rows without a schema version leave the column out of the INSERT.
     versioned = any(row[_SCHEMA_VERSION_AT] is not None for row in rows)
     width = len(VERSIONED_INSERT_COLUMNS if versioned else INSERT_COLUMNS)
     values = [[*row[:width], *(deliveries[i] if deliveries else ())]

@@ -110,46 +110,42 @@ class TableName:
         return f"IX_{self.table}_agg_open"
 
     @property
-    def first_release_aggregate_index(self) -> str:
-        """The head-of-aggregate index of the first release, which migration 0005
-        replaces with :attr:`aggregate_index`."""
-        return f"IX_{self.table}_agg_id_id"
-
-    @property
     def claim_index(self) -> str:
         return f"IX_{self.table}_claim_ready"
 
     @property
     def bucket_index(self) -> str:
-        """Each bucket's fresh rows (migration 0010): the claim's reading of its buckets."""
+        """Each bucket's fresh rows: the claim's reading of its buckets."""
         return f"IX_{self.table}_bucket_fresh"
 
     @property
     def retention_index(self) -> str:
-        """The first release's retention index, on every status: migration 0007 replaces
-        it with :attr:`closed_index` where the vendor has filtered indexes."""
+        """The retention index on every status, where the vendor has no filtered indexes
+        (or does not plan with them well); :attr:`closed_index` elsewhere."""
         return f"IX_{self.table}_done_processed_at"
 
     @property
     def closed_index(self) -> str:
-        """The retention index over closed rows only (migration 0007); its name is no
+        """The retention index over closed rows only; its name is no
         longer than :attr:`retention_index`'s, so no table name valid for one is too long
         for the other."""
         return f"IX_{self.table}_closed_rows"
 
     @property
     def relay_registry(self) -> TableName:
-        """The table beside this outbox where its live relays check in (migration 0009)."""
+        """The table beside this outbox where its live relays check in."""
         return TableName(f"{self.table}_relays", self.schema, role="Relay registry")
+
+    @property
+    def task_results(self) -> TableName:
+        """The table beside this outbox where the Django tasks enqueued through it record
+        their results."""
+        return TableName(f"{self.table}_task_results", self.schema, role="Task results")
 
     @property
     def notify_channel(self) -> str:
         """The PostgreSQL NOTIFY channel that wakes relays of this table."""
         return f"eventferry_{self.table}"
-
-    @property
-    def indexes(self) -> tuple[str, str, str]:
-        return (self.aggregate_index, self.claim_index, self.retention_index)
 
     def quoted(self, vendor: str) -> str:
         """The fully qualified, quoted name for use in SQL on ``vendor``."""

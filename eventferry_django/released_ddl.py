@@ -1,15 +1,17 @@
-"""The DDL of the released migrations, frozen: what each of them runs on each vendor is
-committed text (``released_sql/<migration>.<vendor>.sql``), not rendered from today's
-code, so an edit to the live DDL (``store/schema.py``, ``store/tables.py``) cannot
-change what migration 0001 ran last year.
+"""The DDL of each release, frozen: what its migration runs on each vendor is committed
+text (``released_sql/<release>/<table>.<vendor>.sql``), not rendered from today's code,
+so an edit to the live DDL (``store/schema.py``, ``store/tables.py``) cannot change what
+0.1.0's migration ran last year.
 
-Each file holds the migration's statements forwards and backwards, rendered once from the
+Each file holds one table's statements forwards and backwards, rendered once from the
 live code for sentinel names (:data:`SENTINEL_TABLE`, :data:`SENTINEL_SCHEMA`) when the
-migration was released, with the sentinels turned into placeholders:
+release was frozen, with the sentinels turned into placeholders:
 
 ``{{table}}``
-    the table's name (the outbox's or the inbox's); every object name derived from it
-    (``PK_{{table}}``, ``IX_{{table}}_claim_ready``) is spelled with it too;
+    the table's name (the outbox's or the inbox's; the relay registry and the task
+    results are ``{{table}}_relays`` and ``{{table}}_task_results`` beside the outbox);
+    every object name derived from it (``PK_{{table}}``, ``IX_{{table}}_claim_ready``)
+    is spelled with it too;
 ``{{schema_prefix}}``
     the schema, quoted as the vendor quotes it, and a dot; nothing without a schema;
 ``{{schema_literal}}``
@@ -20,8 +22,8 @@ At migrate time they are filled from the validated ``TABLE``, ``INBOX_TABLE`` an
 ``SCHEMA`` settings (:class:`~.naming.TableName` admits letters, digits and underscores
 only, so a name cannot end a quoted identifier or a literal). A vendor whose DDL depends
 on ``NATIVE_JSON`` (SQL Server) has a ``.native_json`` file beside the default one where
-it differs. A migration released later gets files of its own (see
-``docs/development.md``); these are never edited.
+it differs. A later release gets a directory of its own (see ``docs/development.md``);
+these files are never edited.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from .naming import QUOTES, TableName
 
@@ -51,7 +54,7 @@ _DIRECTORY = "released_sql"
 
 @dataclass(frozen=True)
 class ReleasedDdl:
-    """One migration's statements on one vendor, with placeholders."""
+    """One release's statements for one table on one vendor, with placeholders."""
 
     forwards: tuple[str, ...]
     backwards: tuple[str, ...]
@@ -75,28 +78,35 @@ def fill(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda match: values[match[1]], template)
 
 
-def file_name(migration: str, vendor: str, *, native_json: bool = False) -> str:
-    return f"{migration}.{vendor}{'.native_json' if native_json else ''}.sql"
+def file_name(table: str, vendor: str, *, native_json: bool = False) -> str:
+    """The file of ``table``'s DDL on ``vendor`` in a release's directory."""
+    return f"{table}.{vendor}{'.native_json' if native_json else ''}.sql"
+
+
+def release_directory(release: str) -> Traversable:
+    """Where ``release``'s files are, in the installed package."""
+    return resources.files(__package__).joinpath(_DIRECTORY, release)
 
 
 @functools.cache
-def load(migration: str, vendor: str, *, native_json: bool = False) -> ReleasedDdl:
-    """The released statements of ``migration`` on ``vendor``: the ``.native_json``
-    file where ``native_json`` is asked for and the vendor has one, else the default."""
-    directory = resources.files(__package__).joinpath(_DIRECTORY)
-    path = directory.joinpath(file_name(migration, vendor, native_json=native_json))
+def load(release: str, table: str, vendor: str, *, native_json: bool = False) -> ReleasedDdl:
+    """The released statements of ``release`` for ``table`` on ``vendor``: the
+    ``.native_json`` file where ``native_json`` is asked for and the vendor has one,
+    else the default."""
+    directory = release_directory(release)
+    path = directory.joinpath(file_name(table, vendor, native_json=native_json))
     if native_json and not path.is_file():
-        path = directory.joinpath(file_name(migration, vendor))
+        path = directory.joinpath(file_name(table, vendor))
     return parse(path.read_text(encoding="utf-8"))
 
 
 def released_statements(
-    migration: str, vendor: str, name: TableName, *, forwards: bool = True,
+    release: str, table: str, vendor: str, name: TableName, *, forwards: bool = True,
     native_json: bool = False,
 ) -> list[str]:
-    """What ``migration`` runs on ``vendor`` for the table ``name``, forwards or
+    """What ``release`` runs for ``table``, named ``name``, on ``vendor``, forwards or
     backwards."""
-    released = load(migration, vendor, native_json=native_json)
+    released = load(release, table, vendor, native_json=native_json)
     values = identifiers(vendor, name)
     return [fill(statement, values)
             for statement in (released.forwards if forwards else released.backwards)]

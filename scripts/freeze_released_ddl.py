@@ -1,11 +1,12 @@
-"""Freeze a migration's DDL when it is released: render it from today's live code for
-the sentinel names and write ``eventferry_django/released_sql/<migration>.<vendor>.sql``
-for every vendor (and a ``.native_json`` file where NATIVE_JSON changes it).
+"""Freeze a release's DDL: render it from today's live code for the sentinel names and
+write ``eventferry_django/released_sql/<release>/<table>.<vendor>.sql`` for every table
+the release concerns and every vendor (and a ``.native_json`` file where NATIVE_JSON
+changes it).
 
-    .venv/bin/python scripts/freeze_released_ddl.py 0008_schema_version
+    .venv/bin/python scripts/freeze_released_ddl.py 0.2.0
 
-The migration must be listed in ``eventferry_django.ddl.RELEASES``. A file that exists
-is never rewritten: released DDL is frozen, and a change is a new migration. Without
+The release must be listed in ``eventferry_django.ddl.RELEASES``. A file that exists is
+never rewritten: released DDL is frozen, and a change is a new release. Without
 arguments, every release is checked and only missing files are written.
 """
 
@@ -21,33 +22,35 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def main(migrations: list[str]) -> int:
-    settings.configure(INSTALLED_APPS=["eventferry_django"])
-    django.setup()
+def main(releases: list[str], directory: Path = ROOT / "eventferry_django" / "released_sql"
+         ) -> int:
+    if not settings.configured:
+        settings.configure(INSTALLED_APPS=["eventferry_django"])
+        django.setup()
     from eventferry_django.ddl import RELEASES, freeze
     from eventferry_django.released_ddl import file_name, parse
     from eventferry_django.store import VENDORS
 
-    unknown = sorted(set(migrations) - set(RELEASES))
+    unknown = sorted(set(releases) - set(RELEASES))
     if unknown:
         print(f"not in eventferry_django.ddl.RELEASES: {', '.join(unknown)}", file=sys.stderr)
         return 2
-    directory = ROOT / "eventferry_django" / "released_sql"
-    directory.mkdir(exist_ok=True)
-    for migration in migrations or list(RELEASES):
-        for vendor in VENDORS:
-            default = freeze(migration, vendor)
-            native = freeze(migration, vendor, native_json=True)
-            files = {file_name(migration, vendor): default}
-            if parse(native) != parse(default):
-                files[file_name(migration, vendor, native_json=True)] = native
-            for name, text in files.items():
-                path = directory / name
-                if path.exists():
-                    print(f"kept    {path.relative_to(ROOT)} (released: never rewritten)")
-                    continue
-                path.write_text(text, encoding="utf-8")
-                print(f"written {path.relative_to(ROOT)}")
+    for release in releases or list(RELEASES):
+        (directory / release).mkdir(parents=True, exist_ok=True)
+        for kind in RELEASES[release]:
+            for vendor in VENDORS:
+                default = freeze(release, kind, vendor)
+                native = freeze(release, kind, vendor, native_json=True)
+                files = {file_name(kind, vendor): default}
+                if parse(native) != parse(default):
+                    files[file_name(kind, vendor, native_json=True)] = native
+                for name, text in files.items():
+                    path = directory / release / name
+                    if path.exists():
+                        print(f"kept    {release}/{name} (released: never rewritten)")
+                        continue
+                    path.write_text(text, encoding="utf-8")
+                    print(f"written {release}/{name}")
     return 0
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +13,6 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from tests.engine_gaps import (
     children_first_flush,
     is_babelfish,
-    migrate_past_open_rows_index,
     skip_for_gap,
     skip_if_gap,
     temp_namespace_first,
@@ -26,30 +27,6 @@ def django_db_keepdb(request: pytest.FixtureRequest) -> bool:
     if settings.DATABASES["default"]["ENGINE"] == "mssql":
         return True
     return bool(request.config.getvalue("reuse_db"))
-
-
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(
-    django_db_modify_db_settings_parallel_suffix: None, django_db_blocker: Any,
-) -> None:
-    """On the T-SQL endpoint, take the kept test database past migration 0005 before
-    pytest-django migrates it (engine_gaps.migrate_past_open_rows_index says why)."""
-    from django.conf import settings
-
-    if settings.DATABASES["default"]["ENGINE"] != "mssql":
-        return
-    connection = connections["default"]
-    with django_db_blocker.unblock():
-        if not is_babelfish():
-            return
-        name = connection.settings_dict["NAME"]
-        connection.close()
-        connection.settings_dict["NAME"] = connection.creation._get_test_db_name()
-        try:
-            migrate_past_open_rows_index(connection)
-        finally:
-            connection.close()
-            connection.settings_dict["NAME"] = name
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -94,14 +71,29 @@ def second_connection(transactional_db: None) -> Iterator[BaseDatabaseWrapper]:
         other.close()
 
 
+def require_pyspark() -> None:
+    """Skip the test, saying why, where pyspark is not installed; fail it instead under
+    ``EVENTFERRY_REQUIRE_SPARK=1``, which ``make test``'s own database legs set: they
+    install the ``spark`` extra, so a skip there would hide a broken set-up."""
+    if importlib.util.find_spec("pyspark") is not None:
+        return
+    if os.environ.get("EVENTFERRY_REQUIRE_SPARK"):
+        pytest.fail("EVENTFERRY_REQUIRE_SPARK is set but pyspark is not installed: "
+                    "pip install -e '.[spark]'", pytrace=False)
+    pytest.skip("pyspark is not installed (the spark extra: pip install -e '.[spark]'); "
+                "the Spark history tests need it")
+
+
 @pytest.fixture(scope="session")
 def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
     """One local SparkSession for the whole run, with the test database's JDBC driver.
 
-    Missing pyspark, Java or the driver jar fails the tests that need Spark with the
-    error naming what to install: `make test` installs them, so a skip would hide a
-    broken set-up.
+    Without pyspark (the ``spark`` extra: ``pip install -e .[dev]`` alone, tox, the
+    Python and Django legs of ``make test``) the tests that need Spark are skipped,
+    saying so (``require_pyspark``). With it, missing Java or the driver jar fails them
+    with the error naming what to install.
     """
+    require_pyspark()
     from eventferry_django.conf import get_settings
     from eventferry_django.history.jdbc import outbox_source
     from eventferry_django.history.session import spark_session
@@ -119,6 +111,7 @@ def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A Spark standalone master and one worker (1 core, 1 GB) on 127.0.0.1, started
     from pyspark's jars once per run and stopped, with their processes, at its end."""
+    require_pyspark()
     from .spark_cluster import standalone_cluster
 
     with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:

@@ -91,25 +91,6 @@ def skip_if_gap(item: pytest.Item, unblock: Callable[[], Any]) -> None:
         pytest.skip(f"Babelfish gap {mark.kwargs['name']}: {mark.kwargs['reason']}")
 
 
-def migrate_past_open_rows_index(connection: Any) -> None:
-    """Bring eventferry's migrations to 0005 on a database the engine has just created.
-
-    Gap ``sys-indexes-names``: 0001 gives a new outbox the open-rows index already, and
-    0005's guard (``sys.indexes`` by name) cannot see it there, so its CREATE INDEX fails.
-    On SQL Server the guard finds it and 0005 does nothing; here 0005 is recorded as
-    applied without running, which leaves the same tables. Run through the executor, not
-    ``migrate``, so no post-migrate handler looks for Django's tables before they exist.
-    Call it only on Babelfish; ``test_migration.py`` runs 0005 itself where it can.
-    """
-    from django.db.migrations.executor import MigrationExecutor
-
-    app = "eventferry_django"
-    if (app, "0005_open_rows_index") in MigrationExecutor(connection).loader.applied_migrations:
-        return
-    MigrationExecutor(connection).migrate([(app, "0004_inbox")])
-    MigrationExecutor(connection).migrate([(app, "0005_open_rows_index")], fake=True)
-
-
 def children_first_flush(connection: Any) -> None:
     """Make mssql-django's flush delete referencing tables first, on every connection.
 

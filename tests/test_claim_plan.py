@@ -7,7 +7,7 @@ every pending row, each probed as a head first, because MariaDB does not take
 ``next_retry_at IS NULL`` as a constant of the claim index's prefix; and each head probe
 (an earlier row in status IN (0, 1, 3)) sought on ``aggregate_id`` alone and walked the
 aggregate's whole done history. Since then a claim reads a window of fresh rows, oldest
-first or bucket by bucket (migration 0010), and names the indexes it reads.
+first or bucket by bucket, and names the indexes it reads.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_a_claim_reads_about_the_rows_it_hands_out(deep_outbox: None) -> None:
 def test_a_fill_reads_the_rows_without_a_bucket_and_seeks_each_aggregate(
     deep_outbox: None,
 ) -> None:
-    """Rows written before migration 0010 get their bucket (store/bucket_fill.py): the
+    """Rows written without a bucket get theirs (store/bucket_fill.py): the
     fill's read walks the bucket index's NULL range in id order, and each UPDATE seeks
     one aggregate's open rows, never its done history."""
     dialect = OutboxStore().dialect

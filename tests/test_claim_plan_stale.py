@@ -3,7 +3,7 @@
 PostgreSQL: statistics taken while the outbox held only done rows (or a catalog that
 believes the open-rows indexes hold 3 rows, as after the soak's crash) make the planner
 probe every candidate's aggregate through the claim index, reading every open row per
-candidate. The retention index holds closed rows only since migration 0007, so it is no
+candidate. The retention index holds closed rows only (issue 22), so it is no
 longer a candidate at all; the relay's :class:`StatisticsKeeper` sees the stale belief
 after one claim and refreshes it, after which a claim reads a few buffers per row.
 
@@ -263,7 +263,7 @@ def test_postgresql_after_a_crash_the_closed_rows_index_is_no_candidate(
     connection.close()  # a new backend reads the catalog as just set
     plan = generic_claim_plan()
     assert dialect.name.closed_index not in indexes_used(plan)
-    assert dialect.name.retention_index not in indexes_used(plan)  # dropped by 0007
+    assert dialect.name.retention_index not in indexes_used(plan)  # filtered: the closed-rows index instead
     kept = StatisticsKeeper(OutboxStore())
     assert kept.believed_open_rows() == 3
     assert kept.maybe_refresh(claimed=CLAIM, claim_seconds=0.05)

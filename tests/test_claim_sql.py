@@ -252,6 +252,7 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() ->
         assert read and read <= {0, 1, 3}
     claim_index = next(i for i in schema.outbox.indexes if i.open_rows_only)
     assert schema.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
-    bucket_filter = schema.index_definition(schema.bucket_index).split(" WHERE ", 1)[1]
+    bucket_index = next(i for i in schema.outbox.indexes if i.fresh_rows_only)
+    bucket_filter = schema.index_definition(bucket_index).split(" WHERE ", 1)[1]
     window, _ = claim.window_sql(("IS NULL", []), ("%s", [None]))
     assert bucket_filter.replace("[", "f.[") in window

@@ -209,32 +209,18 @@ def test_outbox_sql_prints_the_optional_sequential_key_tuning_for_sql_server_onl
         run("outbox_sql", "--vendor", "postgresql", "--optimize-sequential-key")
 
 
-def test_outbox_sql_prints_the_autovacuum_tuning_for_postgresql_only() -> None:
-    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging", "--autovacuum")
-    assert out.startswith('ALTER TABLE IF EXISTS "messaging"."outbox" SET (')
+def test_outbox_sql_prints_release_0_1_0_whole_and_alone() -> None:
+    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging")
+    # One table with every column and index of 0.1.0: nothing left for a later step.
+    assert '"bucket" SMALLINT NULL' in out and '"schema_version" VARCHAR(255) NULL' in out
     assert "autovacuum_vacuum_scale_factor = 0" in out
-    off = run("outbox_sql", "--vendor", "postgresql", "--autovacuum", "--reverse")
-    assert off.startswith('ALTER TABLE IF EXISTS "outbox" RESET (')
-    with pytest.raises(CommandError, match="--autovacuum is PostgreSQL's"):
-        run("outbox_sql", "--vendor", "mysql", "--autovacuum")
-    with pytest.raises(CommandError, match="--autovacuum concerns the outbox"):
-        run("outbox_sql", "--vendor", "postgresql", "--inbox", "--autovacuum")
-
-
-def test_outbox_sql_prints_the_closed_rows_index_swap() -> None:
-    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
-              "--closed-rows-index")
-    assert out.splitlines() == [
-        'CREATE INDEX IF NOT EXISTS "IX_outbox_closed_rows" ON "messaging"."outbox" '
-        '("status", "processed_at") WHERE "status" IN (2, 4);',
-        'DROP INDEX IF EXISTS "messaging"."IX_outbox_done_processed_at";',
-    ]
-    back = run("outbox_sql", "--vendor", "microsoft", "--closed-rows-index", "--reverse")
-    assert back.index("CREATE NONCLUSTERED INDEX [IX_outbox_done_processed_at]") < back.index(
-        "DROP INDEX [IX_outbox_closed_rows]")
-    assert run("outbox_sql", "--vendor", "mysql", "--closed-rows-index") == ""
-    with pytest.raises(CommandError, match="--closed-rows-index concerns the outbox"):
-        run("outbox_sql", "--vendor", "postgresql", "--inbox", "--closed-rows-index")
+    assert [line.split(" ON ")[0] for line in out.splitlines() if "CREATE INDEX" in line] == [
+        f'CREATE INDEX IF NOT EXISTS "IX_outbox_{index}"'
+        for index in ("agg_open", "claim_ready", "closed_rows", "bucket_fresh")]
+    assert run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
+               "--release", "0.1.0") == out
+    with pytest.raises(CommandError, match=r"invalid choice: '0\.0\.9'"):
+        run("outbox_sql", "--vendor", "postgresql", "--release", "0.0.9")
 
 
 def test_outbox_sql_prints_the_relay_registry_beside_its_outbox() -> None:
@@ -246,8 +232,9 @@ def test_outbox_sql_prints_the_relay_registry_beside_its_outbox() -> None:
         'DROP TABLE IF EXISTS "outbox_relays";')
     with pytest.raises(CommandError, match="pick one"):
         run("outbox_sql", "--vendor", "postgresql", "--inbox", "--relay-registry")
-    with pytest.raises(CommandError, match="concern the outbox"):
-        run("outbox_sql", "--vendor", "postgresql", "--relay-registry", "--autovacuum")
+    with pytest.raises(CommandError, match="concerns the outbox and the inbox"):
+        run("outbox_sql", "--vendor", "microsoft", "--relay-registry",
+            "--optimize-sequential-key")
 
 
 def test_outbox_sql_refuses_a_schema_for_sqlite() -> None:

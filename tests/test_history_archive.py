@@ -283,7 +283,7 @@ def test_schema_versions_are_archived_and_older_archives_read_without_them(
     assert len(rows) == result.archived
     assert {(r.status, r.schema_version) for r in rows} == {(2, "2"), (4, None)}
 
-    # An archive written before migration 0008: the same run's files without the column.
+    # An archive a development build wrote before schema_version existed: the same run's files without the column.
     [run_dir] = root.glob("archive_run_id=*")
     legacy = tmp_path / "legacy"
     (spark.read.parquet(str(run_dir)).drop("schema_version")

@@ -1,10 +1,10 @@
-"""The hand-written migration on a real database: idempotent, repairing, reversible, and
-matching the contract when read back from the database's own catalog."""
+"""The hand-written migration (release 0.1.0's DDL) on a real database: idempotent,
+repairing, reversible, and matching the contract when read back from the database's own
+catalog."""
 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterator
 
 import pytest
@@ -15,18 +15,18 @@ from django.test.utils import isolate_apps
 
 from eventferry_django import conf, publish_event
 from eventferry_django.contract import bucket_of
-from eventferry_django.ddl import (
-    autovacuum_statements,
-    bucket_statements,
-    closed_rows_index_statements,
-    create_statements,
-    schema_version_statements,
-)
+from eventferry_django.ddl import ROUTED_BY, create_statements
 from eventferry_django.models import InboxMessage, OutboxEvent
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.postgresql import PostgresqlSchema
-from eventferry_django.store.tables import INBOX_COLUMNS, MIGRATED_COLUMNS, Column, Table
+from eventferry_django.store.tables import (
+    COLUMNS,
+    INBOX_COLUMNS,
+    TASK_RESULT_COLUMNS,
+    Column,
+    Table,
+)
 
 from . import introspection
 from .engine_gaps import babelfish_gap
@@ -60,7 +60,7 @@ def run_ddl(statements: list[str]) -> None:
 def assert_matches_contract(name: TableName) -> None:
     info = introspection.describe(connection, name)
     assert [(c, nullable) for c, _, nullable in info.columns] == [
-        (c.name, c.nullable) for c in MIGRATED_COLUMNS
+        (c.name, c.nullable) for c in COLUMNS
     ]
     for column, kind in EXPECTED_TYPES[connection.vendor].items():
         assert info.types[column] == kind, column
@@ -68,7 +68,7 @@ def assert_matches_contract(name: TableName) -> None:
         # MySQL has a JSON type; MariaDB spells JSON as LONGTEXT plus a json_valid CHECK.
         assert info.types["payload"] in {"json", "longtext"}
 
-    for index in dialect_for(connection.vendor, name).schema.migrated_indexes():
+    for index in dialect_for(connection.vendor, name).schema.indexes():
         found = info.indexes[index.name]
         if connection.features.supports_covering_indexes:
             assert (found.keys, found.included) == (list(index.keys), list(index.include))
@@ -86,13 +86,13 @@ def assert_matches_contract(name: TableName) -> None:
     assert expected_constraints <= info.constraints
 
 
-@pytest.mark.parametrize(("model", "columns"), [(OutboxEvent, MIGRATED_COLUMNS),
+@pytest.mark.parametrize(("model", "columns"), [(OutboxEvent, COLUMNS),
                                                 (InboxMessage, INBOX_COLUMNS)])
 def test_model_fields_are_the_contracts_columns(
     model: type[models.Model], columns: tuple[Column, ...]
 ) -> None:
-    """The model is declared by hand (Django needs its fields, migration 0001 is
-    released), so it is pinned to the one list of the contract's columns: names, order,
+    """The model is declared by hand (Django needs its fields, the migration's DDL is
+    frozen), so it is pinned to the one list of the contract's columns: names, order,
     nullability and text widths."""
     fields = model._meta.concrete_fields
     assert [(f.column, f.null) for f in fields] == [(c.name, c.nullable) for c in columns]
@@ -126,29 +126,32 @@ def test_ddl_applied_twice_succeeds_and_keeps_data() -> None:
 def test_rerun_repairs_a_partial_deployment() -> None:
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    built = [i.name for i in dialect_for(connection.vendor, DEFAULT).schema.migrated_indexes()]
+    built = [i.name for i in dialect_for(connection.vendor, DEFAULT).schema.indexes()]
     for index in built:
         introspection.drop_index(connection, DEFAULT, index)
     assert not set(built) & set(introspection.describe(connection, DEFAULT).indexes)
 
-    # Every migration's DDL, in order, as a DBA re-running what outbox_sql prints would.
+    # As a DBA re-running what outbox_sql prints would.
     run_ddl(create_statements(connection.vendor))
-    run_ddl(closed_rows_index_statements(connection.vendor))
-    if dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
-        run_ddl(schema_version_statements(connection.vendor))
-        run_ddl(bucket_statements(connection.vendor))
 
     assert OutboxEvent.objects.get().payload_data == {"kept": True}
     assert_matches_contract(DEFAULT)
 
 
+def tables() -> dict[str, TableName]:
+    return {"outbox": DEFAULT, "inbox": INBOX, "relays": DEFAULT.relay_registry,
+            "task_results": DEFAULT.task_results}
+
+
 @SYS_INDEXES_GAP
 @pytest.mark.django_db(transaction=True)
-def test_reverse_drops_the_table_and_forward_recreates_it() -> None:
+def test_reverse_drops_every_table_and_forward_recreates_them() -> None:
     call_command("migrate", "eventferry_django", "zero", verbosity=0)
-    assert not introspection.exists(connection, DEFAULT)
+    assert not any(introspection.exists(connection, name) for name in tables().values())
     call_command("migrate", "eventferry_django", verbosity=0)
+    assert all(introspection.exists(connection, name) for name in tables().values())
     assert_matches_contract(DEFAULT)
+    assert_inbox_matches_its_description()
 
 
 @pytest.mark.django_db
@@ -158,14 +161,19 @@ def test_migrations_match_the_model() -> None:
                  stdout=io.StringIO())
 
 
+@pytest.mark.parametrize("flags", [(), ("--inbox",), ("--relay-registry",), ("--task-results",)])
 @pytest.mark.django_db(transaction=True)
-def test_sqlmigrate_prints_the_same_ddl_as_outbox_sql() -> None:
-    out = io.StringIO()
-    call_command("sqlmigrate", "eventferry_django", "0001", stdout=out)
-    printed = io.StringIO()
-    call_command("outbox_sql", stdout=printed)
-    for statement in printed.getvalue().strip().split(";\n"):
-        assert statement.strip().rstrip(";") in out.getvalue()
+def test_sqlmigrate_prints_the_same_ddl_as_outbox_sql(flags: tuple[str, ...]) -> None:
+    """What a DBA reviews is what migrate runs, table by table, both ways."""
+    for sqlmigrate_args, outbox_sql_args in (([], []), (["--backwards"], ["--reverse"])):
+        out = io.StringIO()
+        call_command("sqlmigrate", "eventferry_django", "0001", *sqlmigrate_args, stdout=out)
+        printed = io.StringIO()
+        call_command("outbox_sql", *flags, *outbox_sql_args, stdout=printed)
+        statements = printed.getvalue().strip().split(";\n")
+        assert statements
+        for statement in statements:
+            assert statement.strip().rstrip(";") in out.getvalue()
 
 
 @pytest.fixture
@@ -198,13 +206,8 @@ def custom_location() -> Iterator[TableName]:
 def test_custom_schema_and_table_are_honoured_by_ddl_and_orm(custom_location: TableName) -> None:
     setting = {"TABLE": custom_location.table, "SCHEMA": custom_location.schema}
     with override_settings(EVENTFERRY=setting):
-        guarded = dialect_for(connection.vendor, custom_location).schema.guards_columns
-        for attempt in range(2):
+        for _ in range(2):
             run_ddl(create_statements(connection.vendor))
-            run_ddl(closed_rows_index_statements(connection.vendor))
-            if attempt == 0 or guarded:
-                run_ddl(schema_version_statements(connection.vendor))
-                run_ddl(bucket_statements(connection.vendor))
         assert_matches_contract(custom_location)
         with transaction.atomic():
             message_id = publish_event("t", {"where": "custom"}, aggregate_type="a",
@@ -240,7 +243,7 @@ def test_the_sequential_key_option_runs_on_the_server_both_ways() -> None:
             run_ddl([printed.getvalue()])
 
 
-# -- the inbox (migration 0004) ------------------------------------------------------------
+# -- the inbox ------------------------------------------------------------------------------
 
 INBOX = TableName("inbox", role="Inbox")
 
@@ -291,256 +294,38 @@ def test_inbox_ddl_applied_twice_repairs_a_missing_index_and_keeps_data() -> Non
     assert_inbox_matches_its_description()
 
 
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_inbox_migration_reverses_alone_and_reapplies() -> None:
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    call_command("migrate", "eventferry_django", "0002", verbosity=0)
-    assert not introspection.exists(connection, INBOX)
-    # Before 0008 the table has no schema_version column: read what was there.
-    assert json.loads(OutboxEvent.objects.values_list("payload", flat=True).get()) == {
-        "kept": True}
-    call_command("migrate", "eventferry_django", verbosity=0)
-    assert_inbox_matches_its_description()
+# -- the outbox's autovacuum tuning (PostgreSQL) ----------------------------------------------
 
-
-@pytest.mark.django_db(transaction=True)
-def test_sqlmigrate_0004_prints_the_same_ddl_as_outbox_sql_inbox() -> None:
-    out = io.StringIO()
-    call_command("sqlmigrate", "eventferry_django", "0004", stdout=out)
-    printed = io.StringIO()
-    call_command("outbox_sql", "--inbox", stdout=printed)
-    statements = printed.getvalue().strip().split(";\n")
-    assert len(statements) >= 2
-    for statement in statements:
-        assert statement.strip().rstrip(";") in out.getvalue()
-
-
-# -- the open-rows index (migration 0005) ----------------------------------------------------
-
-def index_names() -> set[str]:
-    return set(introspection.describe(connection, DEFAULT).indexes)
-
-
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0005_swaps_a_first_release_index_for_the_open_rows_index_and_back() -> None:
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    new, old = DEFAULT.aggregate_index, DEFAULT.first_release_aggregate_index
-    # A table 0001 created in this release has the new index; 0005 has nothing to do.
-    assert new in index_names() and old not in index_names()
-
-    # Unapplied: the first release's index, exactly as that release built it.
-    call_command("migrate", "eventferry_django", "0004_inbox", verbosity=0)
-    assert old in index_names() and new not in index_names()
-    found = introspection.describe(connection, DEFAULT).indexes[old]
-    first = dialect_for(connection.vendor, DEFAULT)
-    if connection.features.supports_covering_indexes and not first.schema.status_keyed_probe:
-        assert (found.keys, found.included) == (["aggregate_id", "id"], ["status"])
-    else:
-        assert found.keys == ["aggregate_id", "status", "id"] and not found.partial
-
-    # An upgraded install: 0005 builds the open-rows index and drops the old one; run
-    # again (guarded), it changes nothing.
-    call_command("migrate", "eventferry_django", verbosity=0)
-    run_ddl(first.schema.open_rows_index_statements())
-    assert new in index_names() and old not in index_names()
-    assert OutboxEvent.objects.get().payload_data == {"kept": True}
-    assert_matches_contract(DEFAULT)
-
-
-# -- the outbox's autovacuum tuning (migration 0006) -----------------------------------------
-
-def outbox_reloptions() -> set[str]:
-    """The outbox's storage parameters as PostgreSQL's catalog holds them."""
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.django_db
+def test_the_outbox_is_tuned_for_autovacuum_as_a_queue_table() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass",
                        [DEFAULT.quoted("postgresql")])
         (options,) = cursor.fetchone()
-    return set(options or ())
+    assert set(options) == {f"{name}={value}" for name, value in PostgresqlSchema.AUTOVACUUM}
 
 
-# Migrating back to 0005 unapplies 0007, whose guards look its indexes up by name.
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0006_tunes_an_existing_outboxs_autovacuum_and_resets_it() -> None:
-    # Runs on every vendor: 0006 must migrate both ways where it has nothing to do.
-    postgresql = connection.vendor == "postgresql"
-    tuned = {f"{name}={value}" for name, value in PostgresqlSchema.AUTOVACUUM}
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    if postgresql:  # 0001 of this release creates the table with them.
-        assert outbox_reloptions() == tuned
+# -- the tables beside the outbox -------------------------------------------------------------
 
-    call_command("migrate", "eventferry_django", "0005_open_rows_index", verbosity=0)
-    if postgresql:  # reversed: back to the server's defaults
-        assert outbox_reloptions() == set()
+@pytest.mark.django_db
+def test_the_relay_registry_and_the_task_results_are_created_beside_the_outbox() -> None:
+    registry = introspection.describe(connection, DEFAULT.relay_registry)
+    assert [c for c, _, _ in registry.columns] == ["id", "instance", "relay_id", "seen_at"]
+    results = introspection.describe(connection, DEFAULT.task_results)
+    assert [(c, nullable) for c, _, nullable in results.columns] == [
+        (c.name, c.nullable) for c in TASK_RESULT_COLUMNS]
 
-    # An upgraded install; then again, by hand, which changes nothing.
-    call_command("migrate", "eventferry_django", verbosity=0)
-    run_ddl(autovacuum_statements(connection.vendor))
-    if postgresql:
-        assert outbox_reloptions() == tuned
-    assert OutboxEvent.objects.get().payload_data == {"kept": True}
-
-
-# -- the closed-rows retention index (migration 0007) -----------------------------------------
 
 @SYS_INDEXES_GAP
 @pytest.mark.django_db(transaction=True)
-def test_0007_swaps_the_retention_index_for_the_closed_rows_index_and_back() -> None:
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    dialect = dialect_for(connection.vendor, DEFAULT)
-    new, old = DEFAULT.closed_index, DEFAULT.retention_index
-    filtered = dialect.schema.filtered_retention_index
-    # Migrated (0001 builds the released index, 0007 replaces it where it can).
-    assert (new in index_names(), old in index_names()) == (filtered, not filtered)
-
-    # Unapplied: the released unfiltered index, exactly as 0001 built it.
-    call_command("migrate", "eventferry_django", "0006_outbox_autovacuum", verbosity=0)
-    assert old in index_names() and new not in index_names()
-    found = introspection.describe(connection, DEFAULT).indexes[old]
-    assert found.keys == ["status", "processed_at"] and not found.partial
-
-    # Forwards again, then once more by hand (guarded): the same result, the data kept.
-    call_command("migrate", "eventferry_django", verbosity=0)
-    run_ddl(closed_rows_index_statements(connection.vendor))
-    assert (new in index_names(), old in index_names()) == (filtered, not filtered)
-    if filtered:
-        found = introspection.describe(connection, DEFAULT).indexes[new]
-        assert found.keys == ["status", "processed_at"] and found.partial
-    assert OutboxEvent.objects.get().payload_data == {"kept": True}
-    assert_matches_contract(DEFAULT)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_sqlmigrate_0007_prints_the_same_ddl_as_outbox_sql() -> None:
-    out = io.StringIO()
-    call_command("sqlmigrate", "eventferry_django", "0007", stdout=out)
-    printed = io.StringIO()
-    call_command("outbox_sql", "--closed-rows-index", stdout=printed, stderr=io.StringIO())
-    for statement in printed.getvalue().strip().split(";\n"):
-        assert statement.strip().rstrip(";") in out.getvalue()
-
-
-# -- the schema_version column (migration 0008) -----------------------------------------------
-
-def column_names() -> list[str]:
-    return [name for name, _, _ in introspection.describe(connection, DEFAULT).columns]
-
-
-# Unapplying 0008 unapplies 0010 first, whose bucket index is looked up by name.
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0008_adds_the_schema_version_column_and_drops_it() -> None:
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1",
-                      schema_version="2")
-    assert column_names()[-2:] == ["schema_version", "bucket"]
-
-    # Unapplied: the column is gone, the row kept.
-    call_command("migrate", "eventferry_django", "0007_closed_rows_index", verbosity=0)
-    assert "schema_version" not in column_names()
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {DEFAULT.quoted(connection.vendor)}")
-        assert cursor.fetchone()[0] == 1
-
-    # Forwards again, then once more (guarded in SQL; on SQLite the step looks first).
-    call_command("migrate", "eventferry_django", verbosity=0)
-    if dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
-        run_ddl(schema_version_statements(connection.vendor))
-    call_command("migrate", "eventferry_django", "0007_closed_rows_index", fake=True,
-                 verbosity=0)
-    call_command("migrate", "eventferry_django", verbosity=0)
-    assert column_names().count("schema_version") == 1
-    event = OutboxEvent.objects.get()
-    assert (event.payload_data, event.schema_version) == ({"kept": True}, None)
-    columns = introspection.describe(connection, DEFAULT).columns
-    assert [(c, nullable) for c, _, nullable in columns] == [
-        (c.name, c.nullable) for c in MIGRATED_COLUMNS]
-
-
-@pytest.mark.django_db(transaction=True)
-def test_sqlmigrate_0008_prints_the_same_ddl_as_outbox_sql() -> None:
-    for args, migration_args in (([], []), (["--reverse"], ["--backwards"])):
-        out = io.StringIO()
-        call_command("sqlmigrate", "eventferry_django", "0008", *migration_args, stdout=out)
-        printed = io.StringIO()
-        call_command("outbox_sql", "--schema-version", *args, stdout=printed,
-                     stderr=io.StringIO())
-        statements = printed.getvalue().strip().split(";\n")
-        assert statements and "schema_version" in printed.getvalue()
-        for statement in statements:
-            assert statement.strip().rstrip(";") in out.getvalue()
-
-
-# -- the relay registry (migration 0009) -------------------------------------------------------
-
-def registry_exists() -> bool:
-    return DEFAULT.relay_registry.table in connection.introspection.table_names()
-
-
-# Unapplying 0009 unapplies 0010 first, whose bucket index is looked up by name.
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0009_creates_the_relay_registry_and_drops_it_backwards() -> None:
-    with transaction.atomic():
-        publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="1")
-    assert registry_exists()
-    call_command("migrate", "eventferry_django", "0008_schema_version", verbosity=0)
-    assert not registry_exists()
-    # Forwards, then once more by hand (guarded): the registry back, the outbox untouched.
-    call_command("migrate", "eventferry_django", verbosity=0)
-    run_ddl(create_statements(connection.vendor, "relays"))
-    assert registry_exists()
-    info = introspection.describe(connection, DEFAULT.relay_registry)
-    assert [c for c, _, _ in info.columns] == ["id", "instance", "relay_id", "seen_at"]
-    assert OutboxEvent.objects.get().payload_data == {"kept": True}
-
-
-@pytest.mark.django_db(transaction=True)
-def test_sqlmigrate_0009_prints_the_registry_ddl() -> None:
-    out = io.StringIO()
-    call_command("sqlmigrate", "eventferry_django", "0009", stdout=out)
-    for statement in create_statements(connection.vendor, "relays"):
-        assert statement.strip().rstrip(";") in out.getvalue()
-
-
-# -- the bucket column and its index (migration 0010) -----------------------------------------
-
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0010_adds_the_bucket_column_and_index_and_drops_them() -> None:
+def test_publish_writes_the_bucket_its_index_serves() -> None:
     with transaction.atomic():
         publish_event("t", {"kept": True}, aggregate_type="a", aggregate_id="order-7")
     assert OutboxEvent.objects.get().bucket == bucket_of("order-7")
     indexed = dialect_for(connection.vendor, DEFAULT).schema.indexes_buckets
-    assert (DEFAULT.bucket_index in index_names()) is indexed
-
-    # Unapplied: the column and its index are gone, the row kept.
-    call_command("migrate", "eventferry_django", "0009_relay_registry", verbosity=0)
-    assert "bucket" not in column_names() and DEFAULT.bucket_index not in index_names()
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {DEFAULT.quoted(connection.vendor)}")
-        assert cursor.fetchone()[0] == 1
-
-    # Forwards again: a row written before has no bucket (any relay claims it).
-    call_command("migrate", "eventferry_django", verbosity=0)
-    assert column_names().count("bucket") == 1
-    assert (DEFAULT.bucket_index in index_names()) is indexed
-    assert OutboxEvent.objects.get().bucket is None
-    assert_matches_contract(DEFAULT)
+    assert (DEFAULT.bucket_index in introspection.describe(connection, DEFAULT).indexes) is indexed
 
 
-@SYS_INDEXES_GAP
-@pytest.mark.django_db(transaction=True)
-def test_0010_run_again_changes_nothing() -> None:
-    if not dialect_for(connection.vendor, DEFAULT).schema.guards_columns:
-        pytest.skip("SQLite's ALTER TABLE cannot be guarded: the migration looks first")
-    run_ddl(bucket_statements(connection.vendor))
-    run_ddl(bucket_statements(connection.vendor))
-    assert column_names().count("bucket") == 1
-    assert_matches_contract(DEFAULT)
+def test_every_table_has_its_ddl() -> None:
+    assert set(tables()) == set(ROUTED_BY)

@@ -1,7 +1,7 @@
 """Relays with a share of the buckets give rows written without a bucket theirs
-(:mod:`~eventferry_django.store.bucket_fill`: rows written before migration 0010, or by
-code of an earlier release during a rolling upgrade), so that claims by bucket find them
-and no relay keeps aggregates that are not its own.
+(:mod:`~eventferry_django.store.bucket_fill`: rows written by a writer that leaves
+the bucket out, such as a development build before 0.1.0 during a rolling upgrade), so
+that claims by bucket find them and no relay keeps aggregates that are not its own.
 
 A relay fills on its membership's thread, after a look: as soon as it has a share (relays
 started together fill before their first claim), then while rows without a bucket turn
@@ -42,8 +42,8 @@ class BucketFiller:
         except Error as exc:
             if not self._failing:
                 logger.warning("[%s] could not give rows without a bucket theirs (%s); "
-                               "they stay anyone's until it can (is migration "
-                               "0010_claim_buckets applied?)", self.relay_id, exc)
+                               "they stay anyone's until it can (is the outbox "
+                               "migrated?)", self.relay_id, exc)
             self._failing, self._due = True, False
             return
         self._failing = False

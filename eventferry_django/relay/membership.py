@@ -1,12 +1,12 @@
 """Relays share the work: each claims the fresh rows of its own buckets.
 
-Every outbox row carries its aggregate's bucket, one of 256 (migration 0010). The live
+Every outbox row carries its aggregate's bucket, one of 256. The live
 relays of an outbox share the buckets out, and a relay's claims read the fresh rows of its
 own buckets only, through the bucket index: its claims cost what its share holds, not
 what the whole backlog does. Rows without a bucket, due retries and expired leases are
 anyone's. A relay alone owns every bucket.
 
-**Who is live.** Each relay checks in with the relay registry (migration 0009), stamped by
+**Who is live.** Each relay checks in with the relay registry, stamped by
 the database's clock, every :data:`MAX_CHECK_IN_INTERVAL` seconds or more often, and
 looks at it (a read) every :data:`LOOK_INTERVAL` seconds; a relay seen within half a
 ``CLAIM_TIMEOUT`` counts as live. A relay that stops cleanly leaves the registry at once;
@@ -30,8 +30,8 @@ aggregate is open, whoever holds that.
 view, instead of the first one claiming every aggregate until it sees the others (a
 relay settles a batch and claims the next in one transaction, so it keeps what it holds).
 
-**Rows without a bucket** (written before migration 0010, or by code of an earlier
-release) are anyone's until a relay with a share gives them theirs, after its looks
+**Rows without a bucket** (written by a writer that leaves it out, such as a development
+build before 0.1.0) are anyone's until a relay with a share gives them theirs, after its looks
 (:mod:`.bucket_filler`).
 
 **Rolling upgrades.** A relay of this release checks in under a name that starts with
@@ -126,7 +126,7 @@ class Membership:
 
     def look(self) -> None:
         """Learn who is live and this relay's buckets, checking in when one is due. A
-        failure (the database away, or migration 0009 not applied) is logged once and
+        failure (the database away, or the outbox not migrated) is logged once and
         leaves the relay claiming every bucket: correct, only not shared."""
         checking_in = time.monotonic() - self._checked_in_at >= self.check_in_interval
         try:

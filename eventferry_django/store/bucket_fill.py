@@ -1,7 +1,7 @@
 """Rows written without a bucket get theirs.
 
-``publish_event()`` writes each row's bucket (migration 0010). Rows written before that
-migration, or by code of an earlier release during a rolling upgrade, have none: they are
+``publish_event()`` writes each row's bucket. Rows written by a writer that leaves it out
+(raw SQL, or a development build before 0.1.0 during a rolling upgrade) have none: they are
 anyone's, so the first relay to claim such an aggregate keeps it (it settles a batch and
 claims the next in one transaction) and the others cannot share it out. Relays with a
 share of the buckets therefore give such rows their bucket, computed in Python as

@@ -13,11 +13,11 @@ a bounded window of them, never the whole backlog, however deep it is:
   heads among them taken oldest first;
 - *bucket by bucket* (a relay's own share of the buckets, see
   :mod:`~eventferry_django.relay.membership`): each row carries its aggregate's bucket
-  (migration 0010), and of each bucket asked for the claim reads its first
+  and of each bucket asked for the claim reads its first
   :attr:`ClaimRequest.window` fresh rows from the bucket index, probes the first row of
   each aggregate among them as a head, and keeps the oldest heads. So a relay reads
   rows of its own buckets only, and only the front of each. Rows with no bucket (written
-  before migration 0010, or by a writer that leaves it out) are one more window that
+  by a writer that leaves it out) are one more window that
   every such claim reads, as wide as the heads it asks for.
 
 Either way an aggregate whose front rows wait behind a row in flight is passed over
@@ -213,7 +213,7 @@ class ClaimSql:
     #: The order of a bucket's window: the bucket index's own key. The bucket is one
     #: value throughout, but PostgreSQL sees that for ``=`` only: ordered by ``id`` alone,
     #: the rows without a bucket were read through the primary key, past every done row
-    #: written before migration 0010 (whose bucket stays NULL).
+    #: written without a bucket (whose bucket stays NULL).
     window_order: ClassVar[tuple[str, ...]] = ("bucket", "id")
 
     def unbroken_sql(self, alias: str, window: str) -> Fragment:

@@ -28,9 +28,9 @@ from .settlement_sql import SettlementSql
 from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
 from .tables import (
     CLAIM_COLUMNS,
+    COLUMNS,
     INBOX_KEY,
     JSON_COLUMNS,
-    MIGRATED_COLUMNS,
     OPEN_STATUSES_SQL,
     Column,
     Table,
@@ -107,7 +107,7 @@ def _claimed_type(column: Column) -> str:
 
 
 #: Types of the claim's table variable, from the contract's columns.
-_CLAIMED_TYPES = {c.name: _claimed_type(c) for c in MIGRATED_COLUMNS if c.name in CLAIM_COLUMNS}
+_CLAIMED_TYPES = {c.name: _claimed_type(c) for c in COLUMNS if c.name in CLAIM_COLUMNS}
 
 
 class MicrosoftFeatures(Features):

@@ -1,6 +1,6 @@
-"""SQL Server's DDL: the tables, indexes and columns of every migration, each block
-guarded on its own (``sys.objects``, ``sys.indexes``, ``sys.columns``) so that a re-run
-after a partial deployment creates only what is missing. A part of the SQL Server
+"""SQL Server's DDL: each table and each of its indexes guarded on its own
+(``sys.objects``, ``sys.indexes``) so that a re-run after a partial deployment creates
+only what is missing. A part of the SQL Server
 dialect (``dialect.schema``)."""
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ class MicrosoftSchema(SchemaSql):
     """The DDL of microsoft's tables."""
 
     supports_include = True
-
-    status_keyed_probe = False
 
     filtered_retention_index = True
 
@@ -100,31 +98,8 @@ class MicrosoftSchema(SchemaSql):
         # One batch; each object under its own guard, so any missing part is repaired.
         return [self.batch(self.guarded_blocks(table))]
 
-    def create_index_statements(self, index: Index, table: Table) -> list[str]:
-        return [self.batch([self.index_block(index, table)])]
-
-    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
-        drop = f"DROP INDEX {self.ops.quote(index.name)} ON {self.qualified(table)}"
-        return [self.batch([(self.index_guard(index, table, exists=True), drop)])]
-
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]
-
-    def column_guard(self, column: Column, table: Table, *, exists: bool) -> str:
-        return (
-            f"{'' if exists else 'NOT '}EXISTS (SELECT 1 FROM sys.columns "
-            f"WHERE name = {unicode_literal(column.name)} AND object_id = {self.object_id(table)})"
-        )
-
-    def add_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [self.batch([(self.column_guard(column, table, exists=False),
-                             f"ALTER TABLE {self.qualified(table)} "
-                             f"ADD {self.column_definition(table, column)}")])]
-
-    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [self.batch([(self.column_guard(column, table, exists=True),
-                             f"ALTER TABLE {self.qualified(table)} "
-                             f"DROP COLUMN {self.ops.quote(column.name)}")])]
 
     def sequential_key_statements(self, table: Table, *, on: bool = True) -> list[str]:
         """OPTIMIZE_FOR_SEQUENTIAL_KEY on the clustered identity key, where it exists.

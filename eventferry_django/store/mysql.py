@@ -15,6 +15,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ..contract import OPEN
 from ..naming import TableName
 from .base import Dialect
 from .claim import ClaimRequest, ClaimSql
@@ -25,7 +26,7 @@ from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import HEADS, WINDOW, Fragment, Slot, bind, chain_share, compose, join, param
-from .tables import INBOX_KEY, OPEN_STATUSES, Column, Index, Table
+from .tables import INBOX_KEY, Index, Table
 
 
 class MysqlClosedRows(ClosedRowsSql):
@@ -83,39 +84,14 @@ class MysqlSchema(SchemaSql):
         return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
     def create_index_statements(self, index: Index, table: Table) -> list[str]:
-        return self._if_index(index, table, exists=False,
-                              then=f"CREATE INDEX {self.index_definition(index, table)}")
-
-    def drop_index_statements(self, index: Index, table: Table) -> list[str]:
-        drop = f"DROP INDEX {self.ops.quote(index.name)} ON {self.qualified(table)}"
-        return self._if_index(index, table, exists=True, then=drop)
-
-    def _if_index(self, index: Index, table: Table, *, exists: bool, then: str) -> list[str]:
-        """Run ``then`` only if ``index`` exists (or, with ``exists`` False, is missing)."""
-        return self._if_found("statistics", f"index_name = '{index.name}'", table,
-                              exists=exists, then=then)
-
-    # MariaDB has ADD/DROP COLUMN IF [NOT] EXISTS, MySQL does not: the catalog decides.
-    def add_column_statements(self, column: Column, table: Table) -> list[str]:
-        then = (f"ALTER TABLE {self.qualified(table)} "
-                f"ADD COLUMN {self.column_definition(table, column)}")
-        return self._if_found("columns", f"column_name = '{column.name}'", table,
-                              exists=False, then=then)
-
-    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        then = f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.ops.quote(column.name)}"
-        return self._if_found("columns", f"column_name = '{column.name}'", table,
-                              exists=True, then=then)
-
-    def _if_found(self, catalog: str, condition: str, table: Table, *, exists: bool,
-                  then: str) -> list[str]:
-        """Run ``then`` only if ``information_schema.<catalog>`` has a row of ``table``
-        meeting ``condition`` (or, with ``exists`` False, has none)."""
+        """Create ``index`` unless ``information_schema.statistics`` lists it: MySQL has
+        no CREATE INDEX IF NOT EXISTS (MariaDB has), so the catalog decides for both."""
+        create = f"CREATE INDEX {self.index_definition(index, table)}"
         return [
-            f"SET @eventferry_ddl = (SELECT IF(COUNT(*) {'>' if exists else '='} 0, "
-            f"'{then}', 'DO 0') FROM information_schema.{catalog} "
+            f"SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, '{create}', 'DO 0') "
+            f"FROM information_schema.statistics "
             f"WHERE table_schema = {self.schema_expression(table.name)} "
-            f"AND table_name = '{table.name.table}' AND {condition})",
+            f"AND table_name = '{table.name.table}' AND index_name = '{index.name}')",
             "PREPARE eventferry_ddl FROM @eventferry_ddl",
             "EXECUTE eventferry_ddl",
             "DEALLOCATE PREPARE eventferry_ddl",
@@ -213,7 +189,7 @@ class MysqlChains:
         sql, _ = self.chains_sql(len(chaining))
         _, branch = self.chain_sql()
         cursor.execute(sql, [
-            value for aggregate, (head, share) in chaining.items() for status in OPEN_STATUSES
+            value for aggregate, (head, share) in chaining.items() for status in OPEN
             for value in bind(branch, lease_offset=lease_offset, aggregate=aggregate,
                               status=status, head=head, share=share)])
         rows: dict[str, list[tuple[int, int]]] = {}
@@ -231,7 +207,7 @@ class MysqlChains:
         """The chain read of :meth:`read` for ``heads`` heads: a branch per head and
         open status (:meth:`chain_sql`), each bound on its own."""
         return self.ops.statement(("chains", heads), lambda: join(
-            [self.chain_sql()] * (heads * len(OPEN_STATUSES)), "\nUNION ALL\n"))
+            [self.chain_sql()] * (heads * len(OPEN)), "\nUNION ALL\n"))
 
     def chain_sql(self) -> Fragment:
         """One branch of :meth:`read`: the open rows of one status behind one head."""
@@ -461,7 +437,7 @@ class MysqlClaim(ClaimSql):
                     f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
                     f"AND e.{q('status')} = {status}{{}} ORDER BY e.{q('id')} LIMIT 1), "
                     f"{alias}.{q('id')})", rest)
-            for status in OPEN_STATUSES
+            for status in OPEN
         ], " AND ")
 
 

@@ -125,15 +125,6 @@ class PostgresqlSchema(SchemaSql):
     def _autovacuum_settings(self) -> str:
         return ", ".join(f"{name} = {value}" for name, value in self.AUTOVACUUM)
 
-    def autovacuum_statements(self, *, forwards: bool = True) -> list[str]:
-        # Setting storage parameters is idempotent by nature; IF EXISTS leaves a database
-        # whose outbox a DBA has not created yet alone, as the other guards do.
-        if forwards:
-            change = f"SET ({self._autovacuum_settings()})"
-        else:
-            change = f"RESET ({', '.join(name for name, _ in self.AUTOVACUUM)})"
-        return [f"ALTER TABLE IF EXISTS {self.ops.table} {change}"]
-
 
 class PostgresqlFeatures(Features):
     zoned_timestamps = True

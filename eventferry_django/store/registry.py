@@ -1,4 +1,4 @@
-"""The relay registry (migration 0009): where the running relays of an outbox check in,
+"""The relay registry: where the running relays of an outbox check in,
 so each knows how many there are and which one it is (see
 :mod:`~eventferry_django.relay.membership`).
 

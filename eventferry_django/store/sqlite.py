@@ -87,21 +87,6 @@ class SqliteSchema(SchemaSql):
     def primary_key(self, table: Table) -> None:
         return None
 
-    # ALTER TABLE has no IF [NOT] EXISTS for columns, and SQLite runs no procedural SQL:
-    # the migration step reads the table's columns first (guards_columns).
-    guards_columns = False
-
-    def column_count_sql(self, column: Column, table: Table) -> str:
-        return (f"SELECT COUNT(*) FROM pragma_table_info('{table.name.table}') "
-                f"WHERE name = '{column.name}'")
-
-    def add_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [f"ALTER TABLE {self.qualified(table)} "
-                f"ADD COLUMN {self.column_definition(table, column)}"]
-
-    def drop_column_statements(self, column: Column, table: Table) -> list[str]:
-        return [f"ALTER TABLE {self.qualified(table)} DROP COLUMN {self.ops.quote(column.name)}"]
-
     def json_check(self, column: str) -> str:
         return f"json_valid({self.ops.quote(column)})"
 

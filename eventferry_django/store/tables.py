@@ -1,5 +1,5 @@
 """The contract's tables, described once: their columns, constraints and indexes, and
-the index sets each migration leaves. Every vendor's dialect renders these shapes into
+the outbox's index set. Every vendor's dialect renders these shapes into
 its own DDL (see :class:`~.base.Dialect`)."""
 
 from __future__ import annotations
@@ -16,12 +16,25 @@ class Column:
     kind: str  # a key of the dialect's COLUMN_TYPES
     nullable: bool = False
     default: str | None = None  # a key of the dialect's DEFAULTS
-    #: Written by ``publish_event()``; the other columns take their database defaults.
+    #: Given by the event's producer; ``publish_event()`` writes these and the bucket it
+    #: derives, and the other columns take their database defaults.
     inserted: bool = False
 
 
+#: The payload's schema version (nullable: events published without a version have
+#: none).
+SCHEMA_VERSION = Column("schema_version", "text255", nullable=True)
+
+#: The aggregate's bucket (:func:`~eventferry_django.contract.bucket_of`), written by
+#: ``publish_event()``: relays share the aggregates out by bucket, each claiming fresh
+#: rows of its own buckets through :func:`bucket_index`. Nullable: rows written by a
+#: writer that leaves it out have none, and every relay claims those.
+BUCKET = Column("bucket", "tinyint", nullable=True)
+
 #: The contract's table, in order. ``kind`` and ``default`` are logical names that each
-#: dialect maps to its own types and expressions.
+#: dialect maps to its own types and expressions. The last two columns come last because
+#: the development builds before 0.1.0 added them to existing tables: a database they
+#: built has the same columns in the same order.
 COLUMNS: tuple[Column, ...] = (
     Column("id", "id"),
     Column("message_id", "text64", inserted=True),
@@ -39,24 +52,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("created_at", "timestamp", default="now"),
     Column("processed_at", "timestamp", nullable=True),
     Column("last_error", "text4000", nullable=True),
+    SCHEMA_VERSION,
+    BUCKET,
 )
 
 JSON_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "json")
-
-#: The payload's schema version, added by migration 0008 (nullable: rows written before
-#: it, and events published without a version, have none). Not in :data:`COLUMNS`, which
-#: is migration 0001's table as released.
-SCHEMA_VERSION = Column("schema_version", "text255", nullable=True)
-
-#: The aggregate's bucket (:func:`~eventferry_django.contract.bucket_of`), added by
-#: migration 0010 and written by ``publish_event()``: relays share the aggregates out by
-#: bucket, each claiming fresh rows of its own buckets through :func:`bucket_index`.
-#: Nullable: rows written before it, or by a writer that leaves it out, have none, and
-#: every relay claims those.
-BUCKET = Column("bucket", "tinyint", nullable=True, inserted=True)
-
-#: The outbox's columns once every migration has run.
-MIGRATED_COLUMNS: tuple[Column, ...] = (*COLUMNS, SCHEMA_VERSION, BUCKET)
 
 #: The consumers' inbox: one row per (consumer, message id) handled. The clustered key is
 #: an ascending id, not the random message ids, so inserts append instead of splitting
@@ -81,28 +81,52 @@ REGISTRY_COLUMNS: tuple[Column, ...] = (
     Column("seen_at", "timestamp", default="now"),
 )
 
+#: The results of Django tasks enqueued through the outbox
+#: (:class:`~eventferry_django.task_backend.OutboxTaskBackend`): one row per task, written
+#: with its outbox row and updated by the worker that runs it. ``result_id`` is the
+#: task's result id and its outbox row's message id. The JSON columns hold documents only
+#: (SQL Server's ISJSON check refuses bare scalars): ``return_value`` is
+#: ``{"value": ...}``.
+TASK_RESULT_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("result_id", "text64"),
+    Column("task_path", "text255"),
+    Column("backend", "text255"),
+    Column("queue_name", "text255"),
+    Column("priority", "int", default="zero"),
+    Column("status", "text64"),
+    Column("arguments", "json"),
+    Column("run_after", "timestamp", nullable=True),
+    Column("enqueued_at", "timestamp", default="now"),
+    Column("started_at", "timestamp", nullable=True),
+    Column("last_attempted_at", "timestamp", nullable=True),
+    Column("finished_at", "timestamp", nullable=True),
+    Column("attempts", "int", default="zero"),
+    Column("worker_ids", "json", nullable=True),
+    Column("return_value", "json", nullable=True),
+    Column("errors", "json", nullable=True),
+)
+
 #: An event's own columns, as its producer gave them: what a claim hands out of them.
 EVENT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.inserted)
 
 #: Columns publish_event() writes, in the table's order; the rest take their defaults.
 INSERT_COLUMNS: tuple[str, ...] = (*EVENT_COLUMNS, BUCKET.name)
 
-#: What publish_event() writes besides, for events given a schema version (so rows
-#: without one keep the INSERT of the release before 0008).
+#: What publish_event() writes for events given a schema version (rows without one
+#: leave the column to its NULL default).
 VERSIONED_INSERT_COLUMNS: tuple[str, ...] = (*INSERT_COLUMNS, SCHEMA_VERSION.name)
 
 #: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
 #: ``created_at`` and ``schema_version`` follow it (CloudEvents' ``time``, the payload's
-#: version), so the first eleven stay where the claim of the release before put them.
+#: version).
 CLAIM_COLUMNS: tuple[str, ...] = ("id", *EVENT_COLUMNS, "attempts", "claimed_at",
                                   "created_at", SCHEMA_VERSION.name)
 
 
-#: Status codes that hold back later events of the same aggregate (pending, claimed,
-#: failed).
-OPEN_STATUSES: tuple[int, ...] = OPEN
-#: The same, spelled as SQL because it appears in index predicates.
-OPEN_STATUSES_SQL = sql_list(OPEN_STATUSES)
+#: The open statuses (pending, claimed, failed: they hold back later events of the same
+#: aggregate) as SQL, because they appear in index predicates.
+OPEN_STATUSES_SQL = sql_list(OPEN)
 #: The closed statuses (done, dead: what purge and the archive read) as SQL.
 CLOSED_STATUSES_SQL = sql_list(CLOSED)
 
@@ -177,7 +201,7 @@ class Table:
 
 
 def contract_indexes(name: TableName, *, partial: bool = True) -> tuple[Index, ...]:
-    """The contract's three indexes. Without ``partial`` (filtered) indexes, ``status``
+    """The claim's two indexes. Without ``partial`` (filtered) indexes, ``status``
     becomes the open-rows index's second key column, so its probes seek straight to the
     open statuses instead of walking an aggregate's closed history."""
     open_rows = (
@@ -196,32 +220,23 @@ def contract_indexes(name: TableName, *, partial: bool = True) -> tuple[Index, .
             include=("aggregate_id", "claimed_at"),
             open_rows_only=True,
         ),
-        # The retention scan of purge.
-        Index(name.retention_index, ("status", "processed_at")),
     )
 
 
-def first_release_probe_index(name: TableName, *, status_keyed: bool) -> Index:
-    """The head-of-aggregate index of the first release (migration 0001 as released),
-    which migration 0005 replaces with the open-rows index; rebuilt when 0005 is
-    reversed."""
-    if status_keyed:
-        return Index(name.first_release_aggregate_index, ("aggregate_id", "status", "id"))
-    return Index(name.first_release_aggregate_index, ("aggregate_id", "id"), include=("status",))
+def retention_index(name: TableName, *, closed_rows_only: bool) -> Index:
+    """The index purge and the archive walk: closed rows by status and processing time.
 
-
-def closed_rows_index(name: TableName) -> Index:
-    """The retention index of migration 0007: ``(status, processed_at)`` over closed rows
-    only. Purge and the archive read closed rows by status and processing time; the
-    claim's open-status predicates cannot use an index that holds no open row, so
-    however stale the statistics, the planner cannot walk it for them (issue 22: the
-    unfiltered index served the claim's open-status scans and probes after a restart
-    left the statistics stale, 6-13 s a claim)."""
-    return Index(name.closed_index, ("status", "processed_at"), closed_rows_only=True)
+    Filtered on the closed statuses where the vendor filters indexes well, so the
+    claim's open-status predicates can never be planned on it, however stale the
+    statistics (issue 22: the unfiltered index served the claim's scans and probes after
+    a restart left the statistics stale, 6-13 s a claim). Unfiltered elsewhere."""
+    if closed_rows_only:
+        return Index(name.closed_index, ("status", "processed_at"), closed_rows_only=True)
+    return Index(name.retention_index, ("status", "processed_at"))
 
 
 def bucket_index(name: TableName, *, partial: bool = True) -> Index:
-    """The index of migration 0010: each bucket's fresh rows in id order, with their
+    """Each bucket's fresh rows in id order, with their
     aggregates. A relay's claim reads the first few of each bucket it owns, so it reads
     only rows it may take, however deep the backlog behind them. Without filtered
     indexes (MariaDB/MySQL), ``status`` follows the bucket in the key, so the seek lands
@@ -262,3 +277,15 @@ def registry_table(name: TableName) -> Table:
     """The relay registry named ``name`` (a few rows: no index beyond its keys)."""
     return Table(name, REGISTRY_COLUMNS,
                  uniques=(Unique(f"UQ_{name.table}_instance", ("instance",)),))
+
+
+def task_results_table(name: TableName) -> Table:
+    """The Django tasks' results named ``name``: the unique result id
+    that ``get_result()`` and the runner look rows up by, and the retention scan's
+    index."""
+    return Table(
+        name,
+        TASK_RESULT_COLUMNS,
+        uniques=(Unique(f"UQ_{name.table}_result_id", ("result_id",)),),
+        indexes=(Index(f"IX_{name.table}_status_finished_at", ("status", "finished_at")),),
+    )

@@ -17,6 +17,8 @@ BEGIN
         [created_at] DATETIME2(3) NOT NULL CONSTRAINT [DF_outbox_created_at] DEFAULT (SYSUTCDATETIME()),
         [processed_at] DATETIME2(3) NULL,
         [last_error] NVARCHAR(4000) NULL,
+        [schema_version] NVARCHAR(255) NULL,
+        [bucket] TINYINT NULL,
         CONSTRAINT [PK_outbox] PRIMARY KEY CLUSTERED ([id]),
         CONSTRAINT [UQ_outbox_message_id] UNIQUE ([message_id]),
         CONSTRAINT [CK_outbox_payload_json] CHECK (ISJSON([payload]) = 1),
@@ -33,7 +35,11 @@ IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_claim_ready' A
 BEGIN
     CREATE NONCLUSTERED INDEX [IX_outbox_claim_ready] ON [dbo].[outbox] ([status], [next_retry_at], [id]) INCLUDE ([aggregate_id], [claimed_at]) WHERE [status] IN (0, 1, 3);
 END;
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_done_processed_at' AND object_id = OBJECT_ID(N'[dbo].[outbox]', N'U'))
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_closed_rows' AND object_id = OBJECT_ID(N'[dbo].[outbox]', N'U'))
 BEGIN
-    CREATE NONCLUSTERED INDEX [IX_outbox_done_processed_at] ON [dbo].[outbox] ([status], [processed_at]);
+    CREATE NONCLUSTERED INDEX [IX_outbox_closed_rows] ON [dbo].[outbox] ([status], [processed_at]) WHERE [status] IN (2, 4);
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_outbox_bucket_fresh' AND object_id = OBJECT_ID(N'[dbo].[outbox]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_outbox_bucket_fresh] ON [dbo].[outbox] ([bucket], [id]) INCLUDE ([aggregate_id]) WHERE [status] = 0 AND [next_retry_at] IS NULL;
 END;

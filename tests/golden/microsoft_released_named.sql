@@ -1,4 +1,4 @@
--- 0001_initial forwards
+-- 0.1.0 outbox forwards
 IF OBJECT_ID(N'[messaging].[events]', N'U') IS NULL
 BEGIN
     CREATE TABLE [messaging].[events] (
@@ -18,6 +18,8 @@ BEGIN
         [created_at] DATETIME2(3) NOT NULL CONSTRAINT [DF_events_created_at] DEFAULT (SYSUTCDATETIME()),
         [processed_at] DATETIME2(3) NULL,
         [last_error] NVARCHAR(4000) NULL,
+        [schema_version] NVARCHAR(255) NULL,
+        [bucket] TINYINT NULL,
         CONSTRAINT [PK_events] PRIMARY KEY CLUSTERED ([id]),
         CONSTRAINT [UQ_events_message_id] UNIQUE ([message_id]),
         CONSTRAINT [CK_events_payload_json] CHECK (ISJSON([payload]) = 1),
@@ -34,15 +36,19 @@ IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_claim_ready' A
 BEGIN
     CREATE NONCLUSTERED INDEX [IX_events_claim_ready] ON [messaging].[events] ([status], [next_retry_at], [id]) INCLUDE ([aggregate_id], [claimed_at]) WHERE [status] IN (0, 1, 3);
 END;
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_done_processed_at' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_closed_rows' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
 BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_done_processed_at] ON [messaging].[events] ([status], [processed_at]);
+    CREATE NONCLUSTERED INDEX [IX_events_closed_rows] ON [messaging].[events] ([status], [processed_at]) WHERE [status] IN (2, 4);
+END;
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_bucket_fresh' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+BEGIN
+    CREATE NONCLUSTERED INDEX [IX_events_bucket_fresh] ON [messaging].[events] ([bucket], [id]) INCLUDE ([aggregate_id]) WHERE [status] = 0 AND [next_retry_at] IS NULL;
 END;
 
--- 0001_initial backwards
+-- 0.1.0 outbox backwards
 DROP TABLE IF EXISTS [messaging].[events];
 
--- 0004_inbox forwards
+-- 0.1.0 inbox forwards
 IF OBJECT_ID(N'[messaging].[handled]', N'U') IS NULL
 BEGIN
     CREATE TABLE [messaging].[handled] (
@@ -59,68 +65,10 @@ BEGIN
     CREATE NONCLUSTERED INDEX [IX_handled_handled_at] ON [messaging].[handled] ([handled_at]);
 END;
 
--- 0004_inbox backwards
+-- 0.1.0 inbox backwards
 DROP TABLE IF EXISTS [messaging].[handled];
 
--- 0005_open_rows_index forwards
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_open' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_agg_open] ON [messaging].[events] ([aggregate_id], [id]) WHERE [status] IN (0, 1, 3);
-END;
-IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_id_id' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    DROP INDEX [IX_events_agg_id_id] ON [messaging].[events];
-END;
-
--- 0005_open_rows_index backwards
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_id_id' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_agg_id_id] ON [messaging].[events] ([aggregate_id], [id]) INCLUDE ([status]);
-END;
-IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_agg_open' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    DROP INDEX [IX_events_agg_open] ON [messaging].[events];
-END;
-
--- 0006_outbox_autovacuum forwards
-
-
--- 0006_outbox_autovacuum backwards
-
-
--- 0007_closed_rows_index forwards
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_closed_rows' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_closed_rows] ON [messaging].[events] ([status], [processed_at]) WHERE [status] IN (2, 4);
-END;
-IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_done_processed_at' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    DROP INDEX [IX_events_done_processed_at] ON [messaging].[events];
-END;
-
--- 0007_closed_rows_index backwards
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_done_processed_at' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_done_processed_at] ON [messaging].[events] ([status], [processed_at]);
-END;
-IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_closed_rows' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    DROP INDEX [IX_events_closed_rows] ON [messaging].[events];
-END;
-
--- 0008_schema_version forwards
-IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE name = N'schema_version' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    ALTER TABLE [messaging].[events] ADD [schema_version] NVARCHAR(255) NULL;
-END;
-
--- 0008_schema_version backwards
-IF EXISTS (SELECT 1 FROM sys.columns WHERE name = N'schema_version' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    ALTER TABLE [messaging].[events] DROP COLUMN [schema_version];
-END;
-
--- 0009_relay_registry forwards
+-- 0.1.0 relays forwards
 IF OBJECT_ID(N'[messaging].[events_relays]', N'U') IS NULL
 BEGIN
     CREATE TABLE [messaging].[events_relays] (
@@ -133,26 +81,43 @@ BEGIN
     );
 END;
 
--- 0009_relay_registry backwards
+-- 0.1.0 relays backwards
 DROP TABLE IF EXISTS [messaging].[events_relays];
 
--- 0010_claim_buckets forwards
-IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE name = N'bucket' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+-- 0.1.0 task_results forwards
+IF OBJECT_ID(N'[messaging].[events_task_results]', N'U') IS NULL
 BEGIN
-    ALTER TABLE [messaging].[events] ADD [bucket] TINYINT NULL;
+    CREATE TABLE [messaging].[events_task_results] (
+        [id] BIGINT IDENTITY(1,1) NOT NULL,
+        [result_id] NVARCHAR(64) NOT NULL,
+        [task_path] NVARCHAR(255) NOT NULL,
+        [backend] NVARCHAR(255) NOT NULL,
+        [queue_name] NVARCHAR(255) NOT NULL,
+        [priority] INT NOT NULL CONSTRAINT [DF_events_task_results_priority] DEFAULT (0),
+        [status] NVARCHAR(64) NOT NULL,
+        [arguments] NVARCHAR(MAX) NOT NULL,
+        [run_after] DATETIME2(3) NULL,
+        [enqueued_at] DATETIME2(3) NOT NULL CONSTRAINT [DF_events_task_results_enqueued_at] DEFAULT (SYSUTCDATETIME()),
+        [started_at] DATETIME2(3) NULL,
+        [last_attempted_at] DATETIME2(3) NULL,
+        [finished_at] DATETIME2(3) NULL,
+        [attempts] INT NOT NULL CONSTRAINT [DF_events_task_results_attempts] DEFAULT (0),
+        [worker_ids] NVARCHAR(MAX) NULL,
+        [return_value] NVARCHAR(MAX) NULL,
+        [errors] NVARCHAR(MAX) NULL,
+        CONSTRAINT [PK_events_task_results] PRIMARY KEY CLUSTERED ([id]),
+        CONSTRAINT [UQ_events_task_results_result_id] UNIQUE ([result_id]),
+        CONSTRAINT [CK_events_task_results_arguments_json] CHECK (ISJSON([arguments]) = 1),
+        CONSTRAINT [CK_events_task_results_worker_ids_json] CHECK ([worker_ids] IS NULL OR ISJSON([worker_ids]) = 1),
+        CONSTRAINT [CK_events_task_results_return_value_json] CHECK ([return_value] IS NULL OR ISJSON([return_value]) = 1),
+        CONSTRAINT [CK_events_task_results_errors_json] CHECK ([errors] IS NULL OR ISJSON([errors]) = 1)
+    );
 END;
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_bucket_fresh' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_task_results_status_finished_at' AND object_id = OBJECT_ID(N'[messaging].[events_task_results]', N'U'))
 BEGIN
-    CREATE NONCLUSTERED INDEX [IX_events_bucket_fresh] ON [messaging].[events] ([bucket], [id]) INCLUDE ([aggregate_id]) WHERE [status] = 0 AND [next_retry_at] IS NULL;
+    CREATE NONCLUSTERED INDEX [IX_events_task_results_status_finished_at] ON [messaging].[events_task_results] ([status], [finished_at]);
 END;
 
--- 0010_claim_buckets backwards
-IF EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_events_bucket_fresh' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    DROP INDEX [IX_events_bucket_fresh] ON [messaging].[events];
-END;
-IF EXISTS (SELECT 1 FROM sys.columns WHERE name = N'bucket' AND object_id = OBJECT_ID(N'[messaging].[events]', N'U'))
-BEGIN
-    ALTER TABLE [messaging].[events] DROP COLUMN [bucket];
-END;
+-- 0.1.0 task_results backwards
+DROP TABLE IF EXISTS [messaging].[events_task_results];
 

@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS `outbox` (
     `created_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
     `processed_at` DATETIME(3) NULL,
     `last_error` VARCHAR(4000) NULL,
+    `schema_version` VARCHAR(255) NULL,
+    `bucket` TINYINT UNSIGNED NULL,
     CONSTRAINT `PK_outbox` PRIMARY KEY (`id`),
     CONSTRAINT `UQ_outbox_message_id` UNIQUE (`message_id`),
     CONSTRAINT `CK_outbox_payload_json` CHECK (JSON_VALID(`payload`)),
@@ -31,6 +33,10 @@ PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;
 SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_outbox_done_processed_at` ON `outbox` (`status`, `processed_at`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'outbox' AND index_name = 'IX_outbox_done_processed_at');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_outbox_bucket_fresh` ON `outbox` (`bucket`, `status`, `id`, `next_retry_at`, `aggregate_id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'outbox' AND index_name = 'IX_outbox_bucket_fresh');
 PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;

@@ -1,4 +1,4 @@
--- 0001_initial forwards
+-- 0.1.0 outbox forwards
 CREATE TABLE IF NOT EXISTS `messaging`.`events` (
     `id` BIGINT NOT NULL AUTO_INCREMENT,
     `message_id` VARCHAR(64) NOT NULL,
@@ -16,6 +16,8 @@ CREATE TABLE IF NOT EXISTS `messaging`.`events` (
     `created_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
     `processed_at` DATETIME(3) NULL,
     `last_error` VARCHAR(4000) NULL,
+    `schema_version` VARCHAR(255) NULL,
+    `bucket` TINYINT UNSIGNED NULL,
     CONSTRAINT `PK_events` PRIMARY KEY (`id`),
     CONSTRAINT `UQ_events_message_id` UNIQUE (`message_id`),
     CONSTRAINT `CK_events_payload_json` CHECK (JSON_VALID(`payload`)),
@@ -35,11 +37,15 @@ SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_done_pro
 PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_bucket_fresh` ON `messaging`.`events` (`bucket`, `status`, `id`, `next_retry_at`, `aggregate_id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_bucket_fresh');
+PREPARE eventferry_ddl FROM @eventferry_ddl;
+EXECUTE eventferry_ddl;
+DEALLOCATE PREPARE eventferry_ddl;
 
--- 0001_initial backwards
+-- 0.1.0 outbox backwards
 DROP TABLE IF EXISTS `messaging`.`events`;
 
--- 0004_inbox forwards
+-- 0.1.0 inbox forwards
 CREATE TABLE IF NOT EXISTS `messaging`.`handled` (
     `id` BIGINT NOT NULL AUTO_INCREMENT,
     `consumer` VARCHAR(255) NOT NULL,
@@ -53,54 +59,10 @@ PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;
 
--- 0004_inbox backwards
+-- 0.1.0 inbox backwards
 DROP TABLE IF EXISTS `messaging`.`handled`;
 
--- 0005_open_rows_index forwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_agg_open` ON `messaging`.`events` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_open');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_agg_id_id` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_id_id');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-
--- 0005_open_rows_index backwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_agg_id_id` ON `messaging`.`events` (`aggregate_id`, `status`, `id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_id_id');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_agg_open` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_agg_open');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-
--- 0006_outbox_autovacuum forwards
-
-
--- 0006_outbox_autovacuum backwards
-
-
--- 0007_closed_rows_index forwards
-
-
--- 0007_closed_rows_index backwards
-
-
--- 0008_schema_version forwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE `messaging`.`events` ADD COLUMN `schema_version` VARCHAR(255) NULL', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'schema_version');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-
--- 0008_schema_version backwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'ALTER TABLE `messaging`.`events` DROP COLUMN `schema_version`', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'schema_version');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-
--- 0009_relay_registry forwards
+-- 0.1.0 relays forwards
 CREATE TABLE IF NOT EXISTS `messaging`.`events_relays` (
     `id` BIGINT NOT NULL AUTO_INCREMENT,
     `instance` VARCHAR(64) NOT NULL,
@@ -110,26 +72,40 @@ CREATE TABLE IF NOT EXISTS `messaging`.`events_relays` (
     CONSTRAINT `UQ_events_relays_instance` UNIQUE (`instance`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- 0009_relay_registry backwards
+-- 0.1.0 relays backwards
 DROP TABLE IF EXISTS `messaging`.`events_relays`;
 
--- 0010_claim_buckets forwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE `messaging`.`events` ADD COLUMN `bucket` TINYINT UNSIGNED NULL', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'bucket');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_bucket_fresh` ON `messaging`.`events` (`bucket`, `status`, `id`, `next_retry_at`, `aggregate_id`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_bucket_fresh');
+-- 0.1.0 task_results forwards
+CREATE TABLE IF NOT EXISTS `messaging`.`events_task_results` (
+    `id` BIGINT NOT NULL AUTO_INCREMENT,
+    `result_id` VARCHAR(64) NOT NULL,
+    `task_path` VARCHAR(255) NOT NULL,
+    `backend` VARCHAR(255) NOT NULL,
+    `queue_name` VARCHAR(255) NOT NULL,
+    `priority` INT NOT NULL DEFAULT 0,
+    `status` VARCHAR(64) NOT NULL,
+    `arguments` JSON NOT NULL,
+    `run_after` DATETIME(3) NULL,
+    `enqueued_at` DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)),
+    `started_at` DATETIME(3) NULL,
+    `last_attempted_at` DATETIME(3) NULL,
+    `finished_at` DATETIME(3) NULL,
+    `attempts` INT NOT NULL DEFAULT 0,
+    `worker_ids` JSON NULL,
+    `return_value` JSON NULL,
+    `errors` JSON NULL,
+    CONSTRAINT `PK_events_task_results` PRIMARY KEY (`id`),
+    CONSTRAINT `UQ_events_task_results_result_id` UNIQUE (`result_id`),
+    CONSTRAINT `CK_events_task_results_arguments_json` CHECK (JSON_VALID(`arguments`)),
+    CONSTRAINT `CK_events_task_results_worker_ids_json` CHECK (`worker_ids` IS NULL OR JSON_VALID(`worker_ids`)),
+    CONSTRAINT `CK_events_task_results_return_value_json` CHECK (`return_value` IS NULL OR JSON_VALID(`return_value`)),
+    CONSTRAINT `CK_events_task_results_errors_json` CHECK (`errors` IS NULL OR JSON_VALID(`errors`))
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+SET @eventferry_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX `IX_events_task_results_status_finished_at` ON `messaging`.`events_task_results` (`status`, `finished_at`)', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events_task_results' AND index_name = 'IX_events_task_results_status_finished_at');
 PREPARE eventferry_ddl FROM @eventferry_ddl;
 EXECUTE eventferry_ddl;
 DEALLOCATE PREPARE eventferry_ddl;
 
--- 0010_claim_buckets backwards
-SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'DROP INDEX `IX_events_bucket_fresh` ON `messaging`.`events`', 'DO 0') FROM information_schema.statistics WHERE table_schema = 'messaging' AND table_name = 'events' AND index_name = 'IX_events_bucket_fresh');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
-SET @eventferry_ddl = (SELECT IF(COUNT(*) > 0, 'ALTER TABLE `messaging`.`events` DROP COLUMN `bucket`', 'DO 0') FROM information_schema.columns WHERE table_schema = 'messaging' AND table_name = 'events' AND column_name = 'bucket');
-PREPARE eventferry_ddl FROM @eventferry_ddl;
-EXECUTE eventferry_ddl;
-DEALLOCATE PREPARE eventferry_ddl;
+-- 0.1.0 task_results backwards
+DROP TABLE IF EXISTS `messaging`.`events_task_results`;
 

@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS "outbox" (
     "created_at" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(),
     "processed_at" TIMESTAMP(3) WITH TIME ZONE NULL,
     "last_error" VARCHAR(4000) NULL,
+    "schema_version" VARCHAR(255) NULL,
+    "bucket" SMALLINT NULL,
     CONSTRAINT "PK_outbox" PRIMARY KEY ("id"),
     CONSTRAINT "UQ_outbox_message_id" UNIQUE ("message_id"),
     CONSTRAINT "CK_outbox_status" CHECK ("status" IN (0, 1, 2, 3, 4)),
@@ -22,4 +24,5 @@ CREATE TABLE IF NOT EXISTS "outbox" (
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000, vacuum_index_cleanup = on);
 CREATE INDEX IF NOT EXISTS "IX_outbox_agg_open" ON "outbox" ("aggregate_id", "id") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_outbox_claim_ready" ON "outbox" ("status", "next_retry_at", "id") INCLUDE ("aggregate_id", "claimed_at") WHERE "status" IN (0, 1, 3);
-CREATE INDEX IF NOT EXISTS "IX_outbox_done_processed_at" ON "outbox" ("status", "processed_at");
+CREATE INDEX IF NOT EXISTS "IX_outbox_closed_rows" ON "outbox" ("status", "processed_at") WHERE "status" IN (2, 4);
+CREATE INDEX IF NOT EXISTS "IX_outbox_bucket_fresh" ON "outbox" ("bucket", "id") INCLUDE ("aggregate_id") WHERE "status" = 0 AND "next_retry_at" IS NULL;

@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS "outbox" (
     "created_at" DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
     "processed_at" DATETIME NULL,
     "last_error" VARCHAR(4000) NULL,
+    "schema_version" VARCHAR(255) NULL,
+    "bucket" SMALLINT NULL,
     CONSTRAINT "UQ_outbox_message_id" UNIQUE ("message_id"),
     CONSTRAINT "CK_outbox_payload_json" CHECK (json_valid("payload")),
     CONSTRAINT "CK_outbox_headers_json" CHECK (json_valid("headers")),

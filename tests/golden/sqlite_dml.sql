@@ -1,11 +1,11 @@
 -- ack [1, 2, 3, '2026-11-21 12:00:00.123']
 UPDATE "outbox" SET "status" = 2, "processed_at" = strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') WHERE "id" IN (%s, %s, %s) AND "status" = 1 AND "claimed_at" = %s;
 
--- fail ['+1.500 seconds', 'nack', 4, '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "attempts" = "attempts" + 1, "status" = 3, "next_retry_at" = strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s), "last_error" = %s WHERE "id" IN (%s) AND "status" = 1 AND "claimed_at" = %s;
+-- fail [4, '+1.500 seconds', 10, '+3.000 seconds', 4, 'nack', 10, 'unroutable', 4, 10, '2026-11-21 12:00:00.123']
+UPDATE "outbox" SET "attempts" = "attempts" + 1, "status" = 3, "next_retry_at" = CASE "id" WHEN %s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s) WHEN %s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s) END, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" IN (%s, %s) AND "status" = 1 AND "claimed_at" = %s;
 
--- bury [1, 'poison', 5, '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "attempts" = "attempts" + %s, "status" = 4, "processed_at" = strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now'), "next_retry_at" = NULL, "last_error" = %s WHERE "id" IN (%s) AND "status" = 1 AND "claimed_at" = %s;
+-- bury [5, 1, 11, 0, 5, 'poison', 11, 'too large', 5, 11, '2026-11-21 12:00:00.123']
+UPDATE "outbox" SET "attempts" = "attempts" + (CASE "id" WHEN %s THEN %s WHEN %s THEN %s END), "status" = 4, "processed_at" = strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now'), "next_retry_at" = NULL, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" IN (%s, %s) AND "status" = 1 AND "claimed_at" = %s;
 
 -- release [6, 7, '2026-11-21 12:00:00.123']
 UPDATE "outbox" SET "status" = 0, "claimed_at" = NULL, "next_retry_at" = NULL WHERE "id" IN (%s, %s) AND "status" = 1 AND "claimed_at" = %s;

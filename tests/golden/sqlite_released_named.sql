@@ -1,4 +1,4 @@
--- 0001_initial forwards
+-- 0.1.0 outbox forwards
 CREATE TABLE IF NOT EXISTS "events" (
     "id" INTEGER NOT NULL CONSTRAINT "PK_events" PRIMARY KEY AUTOINCREMENT,
     "message_id" VARCHAR(64) NOT NULL,
@@ -16,6 +16,8 @@ CREATE TABLE IF NOT EXISTS "events" (
     "created_at" DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
     "processed_at" DATETIME NULL,
     "last_error" VARCHAR(4000) NULL,
+    "schema_version" VARCHAR(255) NULL,
+    "bucket" SMALLINT NULL,
     CONSTRAINT "UQ_events_message_id" UNIQUE ("message_id"),
     CONSTRAINT "CK_events_payload_json" CHECK (json_valid("payload")),
     CONSTRAINT "CK_events_headers_json" CHECK (json_valid("headers")),
@@ -26,10 +28,10 @@ CREATE INDEX IF NOT EXISTS "IX_events_agg_open" ON "events" ("aggregate_id", "id
 CREATE INDEX IF NOT EXISTS "IX_events_claim_ready" ON "events" ("status", "next_retry_at", "id", "aggregate_id", "claimed_at") WHERE "status" IN (0, 1, 3);
 CREATE INDEX IF NOT EXISTS "IX_events_done_processed_at" ON "events" ("status", "processed_at");
 
--- 0001_initial backwards
+-- 0.1.0 outbox backwards
 DROP TABLE IF EXISTS "events";
 
--- 0004_inbox forwards
+-- 0.1.0 inbox forwards
 CREATE TABLE IF NOT EXISTS "handled" (
     "id" INTEGER NOT NULL CONSTRAINT "PK_handled" PRIMARY KEY AUTOINCREMENT,
     "consumer" VARCHAR(255) NOT NULL,
@@ -39,36 +41,10 @@ CREATE TABLE IF NOT EXISTS "handled" (
 );
 CREATE INDEX IF NOT EXISTS "IX_handled_handled_at" ON "handled" ("handled_at");
 
--- 0004_inbox backwards
+-- 0.1.0 inbox backwards
 DROP TABLE IF EXISTS "handled";
 
--- 0005_open_rows_index forwards
-CREATE INDEX IF NOT EXISTS "IX_events_agg_open" ON "events" ("aggregate_id", "id") WHERE "status" IN (0, 1, 3);
-DROP INDEX IF EXISTS "IX_events_agg_id_id";
-
--- 0005_open_rows_index backwards
-CREATE INDEX IF NOT EXISTS "IX_events_agg_id_id" ON "events" ("aggregate_id", "status", "id");
-DROP INDEX IF EXISTS "IX_events_agg_open";
-
--- 0006_outbox_autovacuum forwards
-
-
--- 0006_outbox_autovacuum backwards
-
-
--- 0007_closed_rows_index forwards
-
-
--- 0007_closed_rows_index backwards
-
-
--- 0008_schema_version forwards
-ALTER TABLE "events" ADD COLUMN "schema_version" VARCHAR(255) NULL;
-
--- 0008_schema_version backwards
-ALTER TABLE "events" DROP COLUMN "schema_version";
-
--- 0009_relay_registry forwards
+-- 0.1.0 relays forwards
 CREATE TABLE IF NOT EXISTS "events_relays" (
     "id" INTEGER NOT NULL CONSTRAINT "PK_events_relays" PRIMARY KEY AUTOINCREMENT,
     "instance" VARCHAR(64) NOT NULL,
@@ -77,12 +53,36 @@ CREATE TABLE IF NOT EXISTS "events_relays" (
     CONSTRAINT "UQ_events_relays_instance" UNIQUE ("instance")
 );
 
--- 0009_relay_registry backwards
+-- 0.1.0 relays backwards
 DROP TABLE IF EXISTS "events_relays";
 
--- 0010_claim_buckets forwards
-ALTER TABLE "events" ADD COLUMN "bucket" SMALLINT NULL;
+-- 0.1.0 task_results forwards
+CREATE TABLE IF NOT EXISTS "events_task_results" (
+    "id" INTEGER NOT NULL CONSTRAINT "PK_events_task_results" PRIMARY KEY AUTOINCREMENT,
+    "result_id" VARCHAR(64) NOT NULL,
+    "task_path" VARCHAR(255) NOT NULL,
+    "backend" VARCHAR(255) NOT NULL,
+    "queue_name" VARCHAR(255) NOT NULL,
+    "priority" INTEGER NOT NULL DEFAULT 0,
+    "status" VARCHAR(64) NOT NULL,
+    "arguments" TEXT NOT NULL,
+    "run_after" DATETIME NULL,
+    "enqueued_at" DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
+    "started_at" DATETIME NULL,
+    "last_attempted_at" DATETIME NULL,
+    "finished_at" DATETIME NULL,
+    "attempts" INTEGER NOT NULL DEFAULT 0,
+    "worker_ids" TEXT NULL,
+    "return_value" TEXT NULL,
+    "errors" TEXT NULL,
+    CONSTRAINT "UQ_events_task_results_result_id" UNIQUE ("result_id"),
+    CONSTRAINT "CK_events_task_results_arguments_json" CHECK (json_valid("arguments")),
+    CONSTRAINT "CK_events_task_results_worker_ids_json" CHECK ("worker_ids" IS NULL OR json_valid("worker_ids")),
+    CONSTRAINT "CK_events_task_results_return_value_json" CHECK ("return_value" IS NULL OR json_valid("return_value")),
+    CONSTRAINT "CK_events_task_results_errors_json" CHECK ("errors" IS NULL OR json_valid("errors"))
+);
+CREATE INDEX IF NOT EXISTS "IX_events_task_results_status_finished_at" ON "events_task_results" ("status", "finished_at");
 
--- 0010_claim_buckets backwards
-ALTER TABLE "events" DROP COLUMN "bucket";
+-- 0.1.0 task_results backwards
+DROP TABLE IF EXISTS "events_task_results";
 

@@ -1,4 +1,0 @@
--- Migration 0006_outbox_autovacuum on sqlite: the outbox's autovacuum tuning (PostgreSQL only).
--- Released DDL: never edit this file (see eventferry_django/released_ddl.py).
--- [forwards]
--- [backwards]

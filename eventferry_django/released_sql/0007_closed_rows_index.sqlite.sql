@@ -1,4 +1,0 @@
--- Migration 0007_closed_rows_index on sqlite: the retention index over closed rows only, where the vendor filters indexes.
--- Released DDL: never edit this file (see eventferry_django/released_ddl.py).
--- [forwards]
--- [backwards]

@@ -1,1 +1,0 @@
-ALTER TABLE IF EXISTS "outbox" SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000, vacuum_index_cleanup = on);

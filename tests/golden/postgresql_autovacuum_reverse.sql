@@ -1,1 +1,0 @@
-ALTER TABLE IF EXISTS "outbox" RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold, autovacuum_analyze_scale_factor, autovacuum_analyze_threshold, vacuum_index_cleanup);

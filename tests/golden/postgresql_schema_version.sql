@@ -1,1 +1,0 @@
-ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS "schema_version" VARCHAR(255) NULL;
