@@ -1,4 +1,5 @@
-"""The outbox and the inbox in Django's admin.
+"""The outbox and the inbox in Django's admin (and, from :mod:`.task_admin`, the results
+of Django tasks).
 
 Three entries: *outbox events*, a read-only window on every row; *dead outbox events*
 (the ``DeadOutboxEvent`` proxy, so it has permissions of its own), grouped by error, whose
@@ -18,12 +19,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import django
-from django.contrib import admin, messages
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_permission_codename
-from django.db import transaction
 from django.db.models import Count, F, Field, Max, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -32,23 +31,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
-from django.utils.translation import gettext, gettext_lazy, ngettext
+from django.utils.translation import gettext, gettext_lazy
 
+from .admin_actions import DELETE, REDRIVE, run_confirmed
 from .admin_filters import StatusFilter
 from .conf import get_settings
-from .maintenance import RedriveSelection, delete_dead, redrive
+from .maintenance import delete_dead
 from .models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
-
-#: Most rows one action may touch: the ids travel as one IN list, and SQL Server accepts
-#: at most 2,100 parameters a statement. Bigger clean-ups belong to ``outbox_redrive``
-#: and ``outbox_purge``, which select by filter instead of by id.
-MAX_ACTION_ROWS = 1000
-
-#: Rows listed on an action's confirmation page.
-SAMPLE_SIZE = 20
-
-#: Longest redrive note kept in a row's admin history (the last error runs to 4,000).
-REDRIVE_LOG_LENGTH = 1000
 
 #: Error groups shown above the dead events list.
 ERROR_GROUP_LIMIT = 50
@@ -254,7 +243,6 @@ class DeadOutboxEventAdmin(_EventAdminBase):
     )
     actions = ("redrive_selected", "delete_selected_dead")
     change_list_template = "admin/eventferry_django/deadoutboxevent/change_list.html"
-    confirmation_template = "admin/eventferry_django/deadoutboxevent/action_confirmation.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
         return super().get_queryset(request).filter(status=Status.DEAD)
@@ -310,141 +298,14 @@ class DeadOutboxEventAdmin(_EventAdminBase):
     def redrive_selected(
         self, request: HttpRequest, queryset: QuerySet[OutboxEvent]
     ) -> HttpResponse | None:
-        ids = self._selected_ids(request, queryset)
-        if ids is None:
-            return None
-        if request.POST.get("post") != "yes":
-            preview = redrive(RedriveSelection(ids=ids), dry_run=True, using=queryset.db)
-            return self._confirm(
-                request, ids, "redrive_selected", preview.rows, preview.sample,
-                title=gettext("Redrive dead events"),
-                question=ngettext(
-                    "%(count)d dead event will go back to pending, with attempts and error "
-                    "reset, and be published again.",
-                    "%(count)d dead events will go back to pending, with attempts and error "
-                    "reset, and be published again.",
-                    preview.rows,
-                ) % {"count": preview.rows},
-                button=gettext("Yes, redrive them"),
-            )
-        with transaction.atomic(using=queryset.db):
-            rows = self._lock_dead(request, ids)
-            redriven = redrive(RedriveSelection(ids=[row.pk for row in rows]),
-                               using=queryset.db).rows if rows else 0
-            # Each row's history says what it was before: the redrive resets both.
-            for row in rows:
-                self.log_change(request, row, (
-                    f"Redriven: back to pending after {row.attempts} attempt(s); "
-                    f"last error: {row.last_error or '(none)'}"
-                )[:REDRIVE_LOG_LENGTH])
-        self.message_user(request, ngettext(
-            "Redrove %(count)d event.", "Redrove %(count)d events.", redriven,
-        ) % {"count": redriven}, messages.SUCCESS)
-        self._report_skipped(request, len(ids) - redriven)
-        return None
+        return run_confirmed(self, request, queryset, REDRIVE)
 
     @admin.action(description=gettext_lazy("Delete selected dead events"),
                   permissions=["delete"])
     def delete_selected_dead(
         self, request: HttpRequest, queryset: QuerySet[OutboxEvent]
     ) -> HttpResponse | None:
-        ids = self._selected_ids(request, queryset)
-        if ids is None:
-            return None
-        if request.POST.get("post") != "yes":
-            sample = self.get_queryset(request).filter(pk__in=ids).order_by("id")[:SAMPLE_SIZE]
-            return self._confirm(
-                request, ids, "delete_selected_dead", len(ids), list(sample),
-                title=gettext("Delete dead events"),
-                question=ngettext(
-                    "%(count)d dead event will be deleted for good.",
-                    "%(count)d dead events will be deleted for good.",
-                    len(ids),
-                ) % {"count": len(ids)},
-                button=gettext("Yes, delete them"),
-            )
-        with transaction.atomic(using=queryset.db):
-            rows = self._lock_dead(request, ids)
-            self._log_deletions(request, rows)
-            deleted = delete_dead([row.pk for row in rows], using=queryset.db)
-        self.message_user(request, ngettext(
-            "Deleted %(count)d dead event.", "Deleted %(count)d dead events.", deleted,
-        ) % {"count": deleted}, messages.SUCCESS)
-        self._report_skipped(request, len(ids) - deleted)
-        return None
-
-    def _lock_dead(self, request: HttpRequest, ids: list[int]) -> list[OutboxEvent]:
-        """The rows of ``ids`` that are still dead, locked until the action's transaction
-        ends, so the history written names exactly the rows the action changes."""
-        return list(self.get_queryset(request).select_for_update().filter(pk__in=ids)
-                    .order_by("id"))
-
-    def _log_deletions(self, request: HttpRequest, rows: list[OutboxEvent]) -> None:
-        """Deletion history as Django's own delete action writes it: ``log_deletions``
-        (one bulk insert) from Django 5.1, ``log_deletion`` per row before."""
-        if not rows:
-            return
-        if django.VERSION >= (5, 1):
-            self.log_deletions(request, self.get_queryset(request).filter(
-                pk__in=[row.pk for row in rows]).order_by("id"))
-        else:
-            for row in rows:
-                self.log_deletion(request, row, str(row))  # type: ignore[attr-defined]
-
-    def _selected_ids(
-        self, request: HttpRequest, queryset: QuerySet[OutboxEvent]
-    ) -> list[int] | None:
-        ids = list(queryset.order_by("id").values_list("pk", flat=True)[: MAX_ACTION_ROWS + 1])
-        if not ids:
-            # All of them were redriven or deleted since the page was shown.
-            self.message_user(request, gettext(
-                "None of the selected events is dead any more; nothing was changed."
-            ), messages.WARNING)
-            return None
-        if len(ids) > MAX_ACTION_ROWS:
-            self.message_user(request, gettext(
-                "An action handles at most %(limit)d events at a time; nothing was changed. "
-                "Narrow the selection, or use the outbox_redrive / outbox_purge commands, "
-                "which select by filter."
-            ) % {"limit": MAX_ACTION_ROWS}, messages.WARNING)
-            return None
-        return ids
-
-    def _report_skipped(self, request: HttpRequest, skipped: int) -> None:
-        if skipped > 0:
-            self.message_user(request, ngettext(
-                "%(count)d selected event was no longer dead and was left alone.",
-                "%(count)d selected events were no longer dead and were left alone.",
-                skipped,
-            ) % {"count": skipped}, messages.WARNING)
-
-    def _confirm(
-        self,
-        request: HttpRequest,
-        ids: list[int],
-        action: str,
-        rows: int,
-        sample: list[OutboxEvent],
-        *,
-        title: str,
-        question: str,
-        button: str,
-    ) -> TemplateResponse:
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "title": title,
-            "question": question,
-            "button": button,
-            "action": action,
-            "rows": rows,
-            "sample": sample,
-            "more": max(rows - len(sample), 0),
-            "ids": ids,
-            "action_checkbox_name": ACTION_CHECKBOX_NAME,
-            "media": self.media,
-        }
-        return TemplateResponse(request, self.confirmation_template, context)
+        return run_confirmed(self, request, queryset, DELETE)
 
 
 @admin.register(InboxMessage)
@@ -476,3 +337,7 @@ class InboxMessageAdmin(_InboxModelAdmin):
                               ) -> bool:
         # Deleting a record makes a redelivery of its message run again.
         return False
+
+
+# The Django tasks' results, beside the dead events.
+from . import task_admin  # noqa: E402,F401

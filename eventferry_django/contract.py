@@ -21,6 +21,11 @@ class StatusCode(IntEnum):
 
 
 PENDING, CLAIMED, DONE, FAILED, DEAD = (int(code) for code in StatusCode)
+#: Each status's name, as commands, manifests and reports spell it: the one map from
+#: code to name (the admin's labels are these, translated).
+STATUS_NAMES: dict[int, str] = {int(code): code.name.lower() for code in StatusCode}
+#: The code of each name of :data:`STATUS_NAMES`.
+STATUS_CODES: dict[str, int] = {name: code for code, name in STATUS_NAMES.items()}
 #: The statuses that hold back later events of the same aggregate.
 OPEN: tuple[int, ...] = (PENDING, CLAIMED, FAILED)
 #: The statuses no relay will touch again: what purge and the archive read.
@@ -38,7 +43,7 @@ def sql_list(codes: Iterable[int]) -> str:
 MAX_BATCH = 10_000
 
 
-#: How many buckets the aggregates are hashed into (migration 0010 stores each row's).
+#: How many buckets the aggregates are hashed into (the outbox stores each row's).
 #: Relays share the work by owning buckets; the count is stored data: it never changes.
 BUCKETS = 256
 

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from .conf import get_settings
+from .contract import CLOSED, DEAD, DONE
 from .exceptions import EventferryError
 from .models import InboxMessage, OutboxEvent, OutboxEventQuerySet, Status
 from .signals import events_redriven
@@ -52,11 +54,8 @@ def utc_ago(duration: dt.timedelta) -> dt.datetime:
     return dt.datetime.now(dt.UTC) - duration
 
 
-PURGE_STATUSES: dict[str, tuple[Status, ...]] = {
-    "done": (Status.DONE,),
-    "dead": (Status.DEAD,),
-    "both": (Status.DONE, Status.DEAD),
-}
+#: What ``outbox_purge --status`` (and the archive's, the replay's) may delete, by name.
+PURGE_STATUSES: dict[str, tuple[int, ...]] = {"done": (DONE,), "dead": (DEAD,), "both": CLOSED}
 
 
 def _events(using: str | None) -> OutboxEventQuerySet:
@@ -122,6 +121,27 @@ def purge_inbox(
     rows = store.purge(cutoff, consumer=consumer, batch_size=batch_size,
                        max_rows=max_rows, progress=progress)
     return PurgeResult(rows, cutoff, False)
+
+
+def purge_task_results(
+    older_than: dt.timedelta,
+    *,
+    batch_size: int = 1000,
+    max_rows: int | None = None,
+    dry_run: bool = False,
+    using: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PurgeResult:
+    """Delete the results of Django tasks that finished (successfully or not) longer
+    than ``older_than`` ago; READY and RUNNING results are never touched. A task is
+    never run again for it: its outbox row and inbox record say so, if still kept."""
+    from .task_results import TaskResultStore
+
+    # The results table is written through the ORM, in Django's time convention.
+    cutoff = timezone.now() - older_than
+    rows = TaskResultStore(using or get_settings().database).purge(
+        cutoff, batch_size=batch_size, max_rows=max_rows, dry_run=dry_run, progress=progress)
+    return PurgeResult(rows, cutoff, dry_run)
 
 
 def _counted(rows: QuerySet[Any], cutoff: dt.datetime, max_rows: int | None) -> PurgeResult:

@@ -47,24 +47,19 @@ from django.db import connections
 from django.db.models import Count
 
 from .conf import get_settings
+from .contract import OPEN, STATUS_NAMES
 from .models import OPEN_STATUSES, OutboxEvent, OutboxEventQuerySet, Status
 from .store.bound import BoundStore
 from .store.claimable import PROBE_COLUMNS
 from .store.sql import bind
 
 #: The statuses counted as backlog, by the names used in output and metric labels.
-BACKLOG_STATUSES: dict[str, Status] = {
-    "pending": Status.PENDING,
-    "claimed": Status.CLAIMED,
-    "failed": Status.FAILED,
-}
+BACKLOG_STATUSES: dict[str, Status] = {STATUS_NAMES[code]: Status(code) for code in OPEN}
 #: The backlog's names in output order: ``scheduled`` is the part of the pending rows
 #: whose delivery time is still ahead (``publish_event(..., deliver_at=...)``).
 BACKLOG_NAMES: tuple[str, ...] = ("pending", "scheduled", "claimed", "failed")
 #: Column names of the per-topic breakdown, in output order.
 TOPIC_COLUMNS: tuple[str, ...] = (*BACKLOG_NAMES, "dead")
-
-_NAMES = {int(code): name for name, code in BACKLOG_STATUSES.items()}
 
 
 @dataclass(frozen=True)
@@ -163,7 +158,7 @@ def backlog_counts(events: OutboxEventQuerySet) -> dict[str, int]:
         _open(events).values_list("status").annotate(n=Count("*")).values_list("status", "n")
     )
     for status, n in rows:
-        counts[_NAMES[status]] = n
+        counts[STATUS_NAMES[status]] = n
     if counts["pending"]:
         counts["scheduled"] = events.scheduled().count()
         counts["pending"] -= counts["scheduled"]
@@ -240,7 +235,7 @@ def topic_counts(events: OutboxEventQuerySet) -> dict[str, dict[str, int]]:
         .values_list("topic", "status", "n")
     )
     for topic, status, n in open_rows:
-        add(topic, _NAMES[status], n)
+        add(topic, STATUS_NAMES[status], n)
     dead_rows: Iterable[tuple[str, int]] = (
         events.dead().order_by().values_list("topic").annotate(n=Count("*"))
         .values_list("topic", "n")

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from eventferry_django import admin as outbox_admin
+from eventferry_django import admin_actions
 from eventferry_django.models import DeadOutboxEvent, InboxMessage, OutboxEvent, Status
 
 pytestmark = pytest.mark.django_db
@@ -391,13 +392,13 @@ def test_redrive_message_is_singular_for_one_and_reports_rows_no_longer_dead() -
 
 def test_redrive_goes_through_the_shared_operation(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[tuple[int, ...], bool]] = []
-    real = outbox_admin.redrive
+    real = admin_actions.redrive
 
     def spy(selection: Any, **kwargs: Any) -> Any:
         calls.append((tuple(selection.ids), kwargs.get("dry_run", False)))
         return real(selection, **kwargs)
 
-    monkeypatch.setattr(outbox_admin, "redrive", spy)
+    monkeypatch.setattr(admin_actions, "redrive", spy)
     event = make_event()
     client = client_for(staff_user("operator", "view_deadoutboxevent", "redrive_deadoutboxevent"))
     post_action(client, "redrive_selected", [event.pk], confirm=False)
@@ -434,7 +435,7 @@ def test_single_row_delete_page_is_fenced_on_status() -> None:
 
 
 def test_too_big_a_selection_is_refused_with_advice(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(outbox_admin, "MAX_ACTION_ROWS", 2)
+    monkeypatch.setattr(admin_actions, "MAX_ACTION_ROWS", 2)
     events = [make_event() for _ in range(3)]
     client = client_for(staff_user("operator", "view_deadoutboxevent", "redrive_deadoutboxevent"))
     response = client.post(DEAD, {"action": "redrive_selected", "index": "0", "select_across": "1",

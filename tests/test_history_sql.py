@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from sqlglot import exp
 
+from eventferry_django.history.errors import HistoryError
 from eventferry_django.history.manifest import Checksum, Manifest, archived_spans
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.naming import TableName
@@ -111,6 +112,13 @@ def test_archived_spans_drop_what_a_later_run_covers_and_manifests_round_trip() 
                                     ArchivedSpan(300, CUTOFF + day, (4,)))
     again = Manifest.from_json(runs[3].to_json(), "test")
     assert again == runs[3]
+
+
+def test_a_manifest_naming_an_open_status_is_refused() -> None:
+    text = _manifest("20261101T000000Z-00000001", 100, CUTOFF, (2,)).to_json()
+    assert '"statuses": [\n    "done"\n  ]' in text
+    with pytest.raises(HistoryError, match="'pending' is not a closed status"):
+        Manifest.from_json(text.replace('"done"', '"pending"'), "test")
 
 
 @pytest.mark.django_db(transaction=True)

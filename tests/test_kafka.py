@@ -14,7 +14,6 @@ started by the tests on a free port, ``tests/kafka_broker.py``):
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 import json
 import sys
 import time
@@ -139,10 +138,11 @@ def test_check_without_confluent_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     assert found[0].hint == 'pip install "eventferry-django[kafka]"'
 
 
-def test_the_option_table_matches_the_constructor() -> None:
-    parameters = inspect.signature(KafkaPublisher).parameters
-    declared = {name: p.default for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
-    assert declared == kafka_options.OPTIONS.defaults()
+def test_defaults_come_from_the_option_table() -> None:
+    publisher = KafkaPublisher(bootstrap_servers=SERVERS)
+    assert publisher.options == {**kafka_options.OPTIONS.defaults(), "bootstrap_servers": SERVERS}
+    assert publisher.settings.delivery_timeout == kafka_options.OPTIONS["delivery_timeout"].default
+    assert publisher.settings.topic is None and publisher.settings.producer == {}
 
 
 def test_describe_names_the_brokers_and_the_guarantees_not_the_secrets() -> None:

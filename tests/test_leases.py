@@ -205,8 +205,10 @@ def test_a_settlement_held_up_by_a_row_lock_beyond_the_lease_turns_nothing_dead(
 ) -> None:
     publish(40, aggregates=40)
     out = tmp_path / "published.jsonl"
-    lease = 1.0
-    settings = relay_settings(out, claim_timeout=lease, delay=0.5)
+    # Two-second leases, as above: with one-second leases a loaded CI run on PostgreSQL
+    # once saw a renewal come too late and one row taken back.
+    lease = 2.0
+    settings = relay_settings(out, claim_timeout=lease, delay=1.0)
     logs = [tmp_path / "held.log", tmp_path / "competitor.log"]
     held = start_relay(settings, "--batch-size", "10", "--poll-interval", "0.2", log=logs[0])
     relays = [held]

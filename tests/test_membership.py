@@ -166,8 +166,8 @@ def test_claims_of_disjoint_buckets_take_disjoint_aggregates_and_cover_them_all(
 @pytest.mark.skipif("connection.vendor == 'sqlite'",
                     reason="SQLite does not share the aggregates out (one writer)")
 def test_rows_without_a_bucket_are_anyones() -> None:
-    """Rows written before migration 0010 (or by a writer that leaves the bucket out)
-    are claimed by a claim of any buckets, in order behind their aggregate's head."""
+    """Rows written without a bucket (by a development build, or by a writer that leaves
+    it out) are claimed by a claim of any buckets, in order behind their aggregate's head."""
     with transaction.atomic():
         publish_events([NewEvent("t", {"seq": seq}, "a", "old") for seq in range(3)])
     store = OutboxStore(max_chain=1)
@@ -181,7 +181,7 @@ def test_rows_without_a_bucket_are_anyones() -> None:
 
 
 def unbucket(store: OutboxStore, condition: str = "1 = 1") -> None:
-    """Rows as a release before migration 0010 wrote them: without a bucket."""
+    """Rows as a development build before 0.1.0 wrote them: without a bucket."""
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {store.dialect.table} SET {store.dialect.ops.quote('bucket')} "
                        f"= NULL WHERE {condition}")

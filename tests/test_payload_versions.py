@@ -1,4 +1,4 @@
-"""The payload's schema version (migration 0008) on a real database: stored by
+"""The payload's schema version on a real database: stored by
 publish_event, defaulted per topic, checked against the topic's JSON Schema, claimed
 with the row and sent with the message; and the settings that configure it."""
 

@@ -108,7 +108,7 @@ def test_names_too_long_for_the_vendor_are_refused() -> None:
     # names collide silently.
     name = TableName("t" * 50)
     outbox = dialect_for("postgresql", name).schema.outbox
-    assert {name.claim_index, name.retention_index} <= set(outbox.too_long_for("postgresql"))
+    assert {name.claim_index, name.closed_index} <= set(outbox.too_long_for("postgresql"))
     assert name.aggregate_index not in outbox.too_long_for("postgresql")
     assert dialect_for("microsoft", name).schema.outbox.too_long_for("microsoft") == []
     assert dialect_for("sqlite", name).schema.outbox.too_long_for("sqlite") == []

@@ -17,11 +17,21 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
+from eventferry_django.contract import STATUS_NAMES
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.status import outbox_status
 from eventferry_django.store.claimable import PROBE_COLUMNS
 
 pytestmark = pytest.mark.django_db
+
+
+def test_the_models_labels_are_the_contracts_names_untranslated() -> None:
+    """The admin's labels are the one code-to-name map of contract.py, spelled again only
+    because translation catalogues need literals."""
+    from django.utils import translation
+
+    with translation.override(None):
+        assert {int(status): str(status.label) for status in Status} == STATUS_NAMES
 
 HOUR = dt.timedelta(hours=1)
 
@@ -276,7 +286,7 @@ def test_postgresql_serves_the_status_from_the_indexes() -> None:
         elif what not in ("open counts", "scheduled count"):
             assert "Bitmap Heap Scan" not in text, text
     # Open rows: one of the indexes over open rows only, so the done rows cost nothing
-    # (the retention index holds closed rows only since migration 0007).
+    # (the retention index holds closed rows only).
     assert re.search(r"(Index (Only )?Scan|Bitmap Index Scan) on \"?IX_outbox_"
                      r"(claim_ready|agg_open)|Index (Only )?Scan using \"?IX_outbox_"
                      r"(claim_ready|agg_open)", plans["open counts"]), plans["open counts"]

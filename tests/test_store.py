@@ -15,7 +15,8 @@ from django.utils import timezone
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.exceptions import EventferryError
 from eventferry_django.models import OutboxEvent, Status
-from eventferry_django.store.outbox import Failure, OutboxStore
+from eventferry_django.store import settlement_sql
+from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore
 from eventferry_django.store.sql import bind
 
 from .engine_gaps import babelfish_gap
@@ -152,6 +153,41 @@ def test_release_hands_rows_back_without_spending_an_attempt() -> None:
     assert store.release(claimed) == 2
     assert statuses() == [("a", Status.PENDING, 0), ("b", Status.PENDING, 0)]
     assert len(store.claim(10, lease_timeout=60)) == 2
+
+
+def test_a_batch_of_refusals_settles_each_row_with_its_own_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """fail and bury are set-based, one statement per ROWS_PER_STATEMENT rows (7 here,
+    so 40 refusals take several): each row keeps its own error, delay and attempt count,
+    and a row another relay holds is left alone."""
+    monkeypatch.setattr(settlement_sql, "ROWS_PER_STATEMENT", 7)
+    publish(*[f"r{i}" for i in range(40)])
+    store = OutboxStore()
+    claimed: list[ClaimedEvent] = []
+    while taken := store.claim(40, lease_timeout=60):  # a claim may take fewer heads
+        claimed += taken
+    assert len(claimed) == 40
+    failures = [
+        Failure(event, f"error {i}", delay=0 if i % 2 else 3600, dead=i % 3 == 0,
+                counts_attempt=i % 4 != 0)
+        for i, event in enumerate(claimed[:-1])
+    ]
+    stale = dataclasses.replace(claimed[-1], lease="2000-01-01 00:00:00")
+    assert store.record_failures([*failures, Failure(stale, "not mine", dead=True)]) == 39
+    rows = {row.id: row for row in OutboxEvent.objects.all()}
+    now = timezone.now()
+    for i, failure in enumerate(failures):
+        row = rows[failure.event.id]
+        assert row.last_error == f"error {i}"
+        if failure.dead:
+            assert (row.status, row.attempts) == (Status.DEAD, 1 if i % 4 else 0)
+            assert row.next_retry_at is None and row.processed_at is not None
+        else:
+            assert (row.status, row.attempts) == (Status.FAILED, 1)
+            assert row.next_retry_at is not None
+            waits = (row.next_retry_at - now).total_seconds()
+            assert (waits > 3000) if failure.delay else (waits < 60), (i, waits)
+    assert rows[claimed[-1].id].status == Status.CLAIMED
 
 
 def test_long_errors_are_truncated_to_the_column() -> None:

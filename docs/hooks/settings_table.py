@@ -20,19 +20,27 @@ def _default(value: Any) -> str:
     return f"`{value!r}`"
 
 
+def check_page(check_id: str) -> str:
+    """The page that explains ``check_id`` (``eventferry.E0NN`` or ``W0NN``): the
+    publishers' checks (E030-E049, E070-E089) on checks-brokers.md, the others on
+    checks.md."""
+    number = int(check_id.removeprefix("eventferry.")[1:])
+    return "checks-brokers.md" if 30 <= number < 50 or 70 <= number < 90 else "checks.md"
+
+
 def render() -> str:
     from eventferry_django.conf import SETTINGS
 
     rows = ["| key | type | default | checks |", "|---|---|---|---|"]
     rows += [
         f"| [`{s.key}`](#{s.key.lower().replace('_', '-')}) | {s.type} | {_default(s.default)} "
-        f"| {', '.join(f'[{c[11:]}](troubleshooting.md#{c[11:].lower()})' for c in s.check_ids)} |"
+        f"| {', '.join(f'[{c[11:]}]({check_page(c)}#{c[11:].lower()})' for c in s.check_ids)} |"
         for s in SETTINGS
     ]
     sections = []
     for s in SETTINGS:
         checks = ", ".join(
-            f"[`{c}`](troubleshooting.md#{c[11:].lower()})" for c in s.check_ids
+            f"[`{c}`]({check_page(c)}#{c[11:].lower()})" for c in s.check_ids
         )
         sections.append(
             f"### `{s.key}` {{#{s.key.lower().replace('_', '-')}}}\n\n"

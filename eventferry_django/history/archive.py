@@ -41,7 +41,6 @@ from typing import Any
 from ..conf import get_settings
 from ..contract import MAX_BATCH
 from ..maintenance import PURGE_STATUSES
-from ..models import Status
 from ..store.closed_rows import (
     CHECKSUM_MODULI,
     ClosedRowSelection,
@@ -104,7 +103,7 @@ class ArchiveRequest:
                                f"got {self.purge_batch_size!r}.")
 
     @property
-    def statuses(self) -> tuple[Status, ...]:
+    def statuses(self) -> tuple[int, ...]:
         try:
             return PURGE_STATUSES[self.status]
         except KeyError:
@@ -197,7 +196,7 @@ class Workspace:
 
     store: OutboxStore
     source: JdbcSource
-    statuses: tuple[Status, ...]
+    statuses: tuple[int, ...]
     cutoff: dt.datetime
     spark: Any
     files: ArchiveFiles
@@ -264,7 +263,7 @@ class Archiver:
         return result
 
     def _selection(self, cutoff: dt.datetime, manifests: Sequence[Manifest]) -> ClosedRowSelection:
-        return ClosedRowSelection(statuses=tuple(int(s) for s in self.statuses), before=cutoff,
+        return ClosedRowSelection(statuses=self.statuses, before=cutoff,
                                   archived=archived_spans(manifests))
 
     def _resume_purges(self, result: ArchiveResult) -> None:
@@ -448,7 +447,6 @@ class Archiver:
                 .where(F.col("range").isin(list(ranges)))
                 .groupBy("range")
                 .agg(F.collect_list(F.array("id", F.unix_micros("processed_at"))).alias("keys")))
-        statuses = tuple(Status(s) for s in manifest.statuses)
         size = self.request.purge_batch_size
         deleted = 0
         for row in keys.toLocalIterator():
@@ -456,7 +454,7 @@ class Archiver:
                     for row_id, at in row["keys"]]
             for start in range(0, len(rows), size):
                 deleted += self.store.purge_archived(rows[start:start + size],
-                                                     statuses=statuses)
+                                                     statuses=manifest.statuses)
                 self.progress(f"  ... {done + deleted:,} of {manifest.checksum.rows:,} "
                               "archived rows purged")
         return deleted

@@ -14,12 +14,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..contract import CLOSED, STATUS_CODES, STATUS_NAMES
 from ..store.closed_rows import CHECKSUM_MODULI, ArchivedSpan
 from .errors import HistoryError
 
 FORMAT_VERSION = 1
-STATUS_NAMES = {2: "done", 4: "dead"}
-STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
+
+
+def _closed_status(name: str) -> int:
+    """The code of a closed status's name (only done and dead rows are archived)."""
+    code = STATUS_CODES[name]
+    if code not in CLOSED:
+        raise ValueError(f"status {name!r} is not a closed status")
+    return code
 
 
 def _time_text(value: dt.datetime) -> str:
@@ -85,7 +92,7 @@ class Manifest:
             return cls(
                 run_id=str(data["run_id"]),
                 cutoff=_parse_time(data["cutoff"]),
-                statuses=tuple(STATUS_CODES[s] for s in data["statuses"]),
+                statuses=tuple(_closed_status(s) for s in data["statuses"]),
                 min_id=int(data["min_id"]),
                 max_id=int(data["max_id"]),
                 checksum=Checksum(int(data["rows"]), int(data["id_sum"]), int(data["id_mix"])),

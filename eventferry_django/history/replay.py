@@ -149,7 +149,7 @@ def _event(row: Any, replay_id: str) -> NewEvent:
         aggregate_type=row["aggregate_type"], aggregate_id=row["aggregate_id"],
         headers=headers, partition_key=row["partition_key"],
         message_id=replayed_message_id(replay_id, row["message_id"]),
-        # Null in archives written before migration 0008, which the reader fills in.
+        # Null in archives written by development builds before 0.1.0, which the reader fills in.
         schema_version=row["schema_version"],
     )
 

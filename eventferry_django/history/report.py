@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conf import get_settings
-from ..store.closed_rows import CLOSED_STATUSES, ClosedRowSelection
+from ..contract import CLOSED, DEAD, DONE
+from ..store.closed_rows import ClosedRowSelection
 from ..store.outbox import OutboxStore
 from .erasure import erasure_count
 from .figures import NO_ERROR, PERCENTILES, Count, Delivery, Figures
@@ -69,21 +70,21 @@ def compute(frame: Any, source: str, since: dt.datetime | None,
     frame = frame.select(
         "topic", "status", "attempts", "last_error",
         F.unix_micros(F.date_trunc("hour", "processed_at")).alias("hour"),
-        F.when(F.col("status") == 2, latency).alias("latency_ms"),
+        F.when(F.col("status") == DONE, latency).alias("latency_ms"),
     ).cache()
     try:
         # Percentiles do not add up, so the whole window is its own grouping set.
         deliveries = frame.groupingSets([["topic", "hour"], ["topic"]], "topic", "hour").agg(
             F.grouping("hour").alias("whole_window"),
             F.count(F.lit(1)).alias("events"),
-            F.sum(F.when(F.col("status") == 2, 1).otherwise(0)).alias("done"),
-            F.sum(F.when(F.col("status") == 4, 1).otherwise(0)).alias("dead"),
+            F.sum(F.when(F.col("status") == DONE, 1).otherwise(0)).alias("done"),
+            F.sum(F.when(F.col("status") == DEAD, 1).otherwise(0)).alias("dead"),
             F.percentile("latency_ms", list(PERCENTILES)).alias("latency"),
         ).collect()
         keyed = frame.select(
             "topic", "hour", F.lit("attempts").alias("figure"),
             F.col("attempts").cast("string").alias("key"),
-        ).unionByName(frame.where(F.col("status") == 4).select(
+        ).unionByName(frame.where(F.col("status") == DEAD).select(
             "topic", "hour", F.lit("dead_by_error").alias("figure"),
             F.coalesce(F.col("last_error"), F.lit(NO_ERROR)).alias("key"),
         )).groupBy("topic", "hour", "figure", "key").count().collect()
@@ -115,13 +116,13 @@ def compute(frame: Any, source: str, since: dt.datetime | None,
 
 def _live_frame(spark: Any, request: ReportRequest) -> Any:
     store = OutboxStore(request.using)
-    selection = ClosedRowSelection(statuses=CLOSED_STATUSES, since=request.since,
+    selection = ClosedRowSelection(statuses=CLOSED, since=request.since,
                                    before=request.until)
     stats = store.selection_stats(selection)
     if not stats:
         return spark.createDataFrame([], archive_schema())
     frozen = ClosedRowSelection(
-        statuses=CLOSED_STATUSES, since=request.since, before=request.until,
+        statuses=CLOSED, since=request.since, before=request.until,
         id_range=(min(s.min_id for s in stats), max(s.max_id for s in stats)),
     )
     rows = sum(s.rows for s in stats)

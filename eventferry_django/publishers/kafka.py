@@ -165,25 +165,16 @@ class KafkaPublisher(Publisher):
     starts a new one. Calls are serialised by a lock.
     """
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | list[str] | None = None,
-        topic: str | None = None,
-        producer: Mapping[str, Any] | None = None,
-        delivery_timeout: float = 30,
-        **options: Any,
-    ) -> None:
-        given = dict(bootstrap_servers=bootstrap_servers, topic=topic, producer=producer,
-                     delivery_timeout=delivery_timeout, **options)
+    def __init__(self, **options: Any) -> None:
+        given = {**OPTIONS.defaults(), **options}
         super().__init__(**given)
         raise_if_serious(self.check(given))
-        assert bootstrap_servers is not None  # check() reported E070 otherwise
-        self.settings = KafkaSettings(
-            bootstrap_servers=servers_text(bootstrap_servers), topic=topic,
-            producer=dict(producer or {}), delivery_timeout=float(delivery_timeout),
+        self.settings = KafkaSettings(  # check() reported E070 if bootstrap_servers is missing
+            bootstrap_servers=servers_text(given["bootstrap_servers"]), topic=given["topic"],
+            producer=dict(given["producer"] or {}),
+            delivery_timeout=float(given["delivery_timeout"]),
         )
-        self.topic_for = topic_function(topic)
+        self.topic_for = topic_function(given["topic"])
         self.message_format = MessageFormat.from_settings(KAFKA_BINDING)
         self._lock = threading.Lock()
         self._producer: Any = None  # confluent_kafka.Producer

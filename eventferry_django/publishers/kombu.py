@@ -37,7 +37,7 @@ from .base import (  # RESERVED_HEADERS and broker_headers: re-exported, they li
     PublishResult,
     broker_headers,
 )
-from .kombu_link import SHORTSTR_MAX, KombuSettings, RoutingKey, kombu, transport_of
+from .kombu_link import SHORTSTR_MAX, KombuSettings, kombu, transport_of
 from .kombu_producer import KombuProducerPublisher
 from .kombu_redis import KombuRedisPublisher
 from .message_format import MessageFormat
@@ -185,36 +185,22 @@ class KombuPublisher(Publisher):
     others (chosen from the URL and exchange type, without connecting).
     """
 
-    def __init__(
-        self,
-        *,
-        url: str | None = None,
-        exchange: str = "eventferry",
-        exchange_type: str = "topic",
-        routing_key: str | RoutingKey | None = None,
-        connect_timeout: float = 5,
-        publish_timeout: float = 10,
-        declare_exchange: bool = True,
-        max_message_bytes: int | None = None,
-        **options: Any,
-    ) -> None:
-        given = dict(
-            url=url, exchange=exchange, exchange_type=exchange_type, routing_key=routing_key,
-            connect_timeout=connect_timeout, publish_timeout=publish_timeout,
-            declare_exchange=declare_exchange, max_message_bytes=max_message_bytes,
-            **options,
-        )
+    def __init__(self, **options: Any) -> None:
+        given = {**OPTIONS.defaults(), **options}
         super().__init__(**given)
         raise_if_serious(self.check(given))
-        assert url is not None  # check() reported E030 otherwise
+        url: str = given["url"]  # check() reported E030 if it is missing
         self.settings = KombuSettings(
-            url=url, exchange=exchange, exchange_type=exchange_type,
-            routing_key=key_function(routing_key),
-            connect_timeout=float(connect_timeout), publish_timeout=float(publish_timeout),
-            declare_exchange=declare_exchange, max_message_bytes=max_message_bytes,
+            url=url, exchange=given["exchange"], exchange_type=given["exchange_type"],
+            routing_key=key_function(given["routing_key"]),
+            connect_timeout=float(given["connect_timeout"]),
+            publish_timeout=float(given["publish_timeout"]),
+            declare_exchange=given["declare_exchange"],
+            max_message_bytes=given["max_message_bytes"],
             message_format=MessageFormat.from_settings(),
         )
-        self.delegate: Delegate = _delegate_class(url, exchange_type)(self.settings)
+        self.delegate: Delegate = _delegate_class(url, self.settings.exchange_type)(
+            self.settings)
 
     @classmethod
     def check(cls, options: Mapping[str, Any]) -> list[CheckMessage]:

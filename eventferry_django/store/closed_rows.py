@@ -18,18 +18,17 @@ from typing import Any, ClassVar
 from ..contract import CLOSED
 from ..exceptions import EventferryError
 from .ops import SqlOps
-from .tables import BUCKET, MIGRATED_COLUMNS
+from .tables import BUCKET, COLUMNS
 
 #: The columns an archive holds: every column of the outbox, in the contract's order, but
 #: the bucket (the relays' share-out, derived from the aggregate: no part of the event's
-#: history). Archives written before migration 0008 lack ``schema_version``; the reader,
-#: which reads with this schema, gives their rows a null there.
-ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in MIGRATED_COLUMNS
+#: history). Archives written by development builds before 0.1.0 may lack
+#: ``schema_version``; the reader, which reads with this schema, gives their rows a null.
+ARCHIVE_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS
                                          if column is not BUCKET)
 #: The archive's timestamp columns, in the same order.
 TIMESTAMP_COLUMNS: tuple[str, ...] = tuple(
-    c.name for c in MIGRATED_COLUMNS if c.kind == "timestamp")
-CLOSED_STATUSES = CLOSED
+    c.name for c in COLUMNS if c.kind == "timestamp")
 
 #: The id checksum's second term: with the count and the sum of ids, a lost row and a
 #: duplicated one cannot cancel out unless they also agree on this. Both moduli are
@@ -52,15 +51,15 @@ class ClosedRowSelection:
     """Closed rows in ``statuses`` processed in ``[since, before)``, outside every
     ``archived`` span, and (once frozen) with ids in ``id_range``."""
 
-    statuses: tuple[int, ...] = CLOSED_STATUSES
+    statuses: tuple[int, ...] = CLOSED
     before: dt.datetime | None = None
     since: dt.datetime | None = None
     archived: tuple[ArchivedSpan, ...] = ()
     id_range: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        if not self.statuses or not set(self.statuses) <= set(CLOSED_STATUSES):
-            raise ValueError(f"closed statuses are {CLOSED_STATUSES}, got {self.statuses!r}")
+        if not self.statuses or not set(self.statuses) <= set(CLOSED):
+            raise ValueError(f"closed statuses are {CLOSED}, got {self.statuses!r}")
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conf import get_settings
-from ..contract import MAX_BATCH, bucket_of
+from ..contract import CLOSED, DONE, MAX_BATCH, bucket_of
 from ..exceptions import EventferryError
-from ..models import Status
 from ..publishers.base import OutboundMessage
 from .bound import BoundStore
 from .claim import ClaimRequest
@@ -212,7 +211,7 @@ class OutboxStore(BoundStore):
         self,
         older_than: dt.datetime,
         *,
-        statuses: Sequence[Status] = (Status.DONE,),
+        statuses: Sequence[int] = (DONE,),
         batch_size: int = 1000,
         max_rows: int | None = None,
         progress: Callable[[int], None] | None = None,
@@ -220,7 +219,7 @@ class OutboxStore(BoundStore):
         """Delete done (and, if asked, dead) rows processed before ``older_than``, in
         batches, until a batch comes back short or ``max_rows`` (a soft cap) is passed.
         Open rows (pending, claimed, failed) are never deleted, whatever is asked."""
-        if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
+        if not set(statuses) <= set(CLOSED) or not statuses:
             raise EventferryError("purge deletes done and/or dead rows only.")
         cutoff = self.utc_param(older_than)
         return self.delete_in_batches(
@@ -251,7 +250,7 @@ class OutboxStore(BoundStore):
             cursor, selection, archived))
 
     def purge_archived(
-        self, rows: Sequence[tuple[int, dt.datetime]], *, statuses: Sequence[Status]
+        self, rows: Sequence[tuple[int, dt.datetime]], *, statuses: Sequence[int]
     ) -> int:
         """Delete exactly these archived (id, processed_at) rows where they are still in
         ``statuses`` (done and/or dead) with that processed_at. A row redriven since it
@@ -259,7 +258,7 @@ class OutboxStore(BoundStore):
 
         One statement, or one per ``max_delete_batch`` rows where the vendor bounds it
         (SQL Server: below lock escalation), each committed on its own as purge's are."""
-        if not set(statuses) <= {Status.DONE, Status.DEAD} or not statuses:
+        if not set(statuses) <= set(CLOSED) or not statuses:
             raise EventferryError("purge deletes done and/or dead rows only.")
         if len(rows) > MAX_BATCH:
             raise EventferryError(f"at most {MAX_BATCH:,} rows per purge batch, got {len(rows):,}.")

@@ -6,11 +6,20 @@ clock, id lists, bound times, locking clause), so a vendor subclasses this only 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from ..contract import CLAIMED, DEAD, DONE, FAILED, PENDING
 from .ops import SqlOps
+from .sql import Fragment, compose, param
+
+#: A refused row to settle, led by its id.
+RowT = TypeVar("RowT", bound=tuple[Any, ...])
+
+#: Rows one ``fail`` or ``bury`` statement settles. Each row binds five values (its id
+#: in the id list and in two ``CASE`` s, and their two values), which keeps a statement
+#: under SQLite's smallest limit of 999 bound values (before 3.32) and SQL Server's 2,100.
+ROWS_PER_STATEMENT = 150
 
 
 class SettlementSql:
@@ -45,33 +54,59 @@ class SettlementSql:
     def fail(self, cursor: Any, failures: Sequence[tuple[int, int, str]], lease: Any) -> int:
         """``failures`` are (id, retry delay in ms, error): status failed, one more attempt,
         retry time computed by the database clock."""
-        q = self.ops.quote
-        total = 0
-        for row_id, delay_ms, error in failures:
-            condition, params = self.settle_condition([row_id], lease)
-            cursor.execute(
-                f"UPDATE {self.ops.table} SET {q('attempts')} = {q('attempts')} + 1, "
-                f"{q('status')} = {FAILED}, {q('next_retry_at')} = {self.ops.now_plus_sql()}, "
-                f"{q('last_error')} = %s WHERE {condition}",
-                [self.ops.offset_param(delay_ms), error, *params],
+        q, ops = self.ops.quote, self.ops
+
+        def assignments(rows: Sequence[tuple[int, int, str]]) -> Fragment:
+            return compose(
+                f"{q('attempts')} = {q('attempts')} + 1, {q('status')} = {FAILED}, {{}}, {{}}",
+                self.per_row("next_retry_at", [
+                    (row_id, ops.now_plus(ops.offset_param(delay_ms)))
+                    for row_id, delay_ms, _ in rows]),
+                self.per_row("last_error", [(row_id, param(error)) for row_id, _, error in rows]),
             )
-            total += cursor.rowcount
-        return total
+
+        return self.settle_rows(cursor, failures, lease, assignments)
 
     def bury(self, cursor: Any, burials: Sequence[tuple[int, str, bool]], lease: Any) -> int:
         """``burials`` are (id, error, counts_attempt): status dead, never claimed again."""
-        q = self.ops.quote
-        total = 0
-        for row_id, error, counts_attempt in burials:
-            condition, params = self.settle_condition([row_id], lease)
-            cursor.execute(
-                f"UPDATE {self.ops.table} SET {q('attempts')} = {q('attempts')} + %s, "
-                f"{q('status')} = {DEAD}, {q('processed_at')} = {self.ops.now_sql}, "
-                f"{q('next_retry_at')} = NULL, {q('last_error')} = %s WHERE {condition}",
-                [1 if counts_attempt else 0, error, *params],
+        q, ops = self.ops.quote, self.ops
+
+        def assignments(rows: Sequence[tuple[int, str, bool]]) -> Fragment:
+            return compose(
+                f"{q('attempts')} = {q('attempts')} + ({{}}), {q('status')} = {DEAD}, "
+                f"{q('processed_at')} = {ops.now_sql}, {q('next_retry_at')} = NULL, {{}}",
+                self.case_by_id([(row_id, param(1 if counts else 0))
+                                 for row_id, _, counts in rows]),
+                self.per_row("last_error", [(row_id, param(error)) for row_id, error, _ in rows]),
             )
+
+        return self.settle_rows(cursor, burials, lease, assignments)
+
+    def settle_rows(self, cursor: Any, rows: Sequence[RowT], lease: Any,
+                    assignments: Callable[[Sequence[RowT]], Fragment]) -> int:
+        """Settle ``rows`` (each led by its id) with the SET list ``assignments`` builds
+        for them, one statement per :data:`ROWS_PER_STATEMENT` rows; returns how many
+        were still held."""
+        total = 0
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            chunk = rows[start:start + ROWS_PER_STATEMENT]
+            sql, params = compose(
+                f"UPDATE {self.ops.table} SET {{}} WHERE {{}}", assignments(chunk),
+                self.settle_condition([row[0] for row in chunk], lease))
+            cursor.execute(sql, params)
             total += cursor.rowcount
         return total
+
+    def case_by_id(self, values: Sequence[tuple[int, Fragment]]) -> Fragment:
+        """Each row's own value: ``CASE id WHEN <id> THEN <value> ... END`` (plain SQL, the
+        same on every vendor)."""
+        branches = [compose("WHEN {} THEN {}", param(row_id), value) for row_id, value in values]
+        return compose(f"CASE {self.ops.quote('id')} {' '.join(['{}'] * len(branches))} END",
+                       *branches)
+
+    def per_row(self, column: str, values: Sequence[tuple[int, Fragment]]) -> Fragment:
+        """``column`` set to each row's own value (:meth:`case_by_id`)."""
+        return compose(f"{self.ops.quote(column)} = {{}}", self.case_by_id(values))
 
     def renew(self, cursor: Any, ids: Sequence[int], lease: Any, lease_timeout_ms: int) -> int:
         """Extend the lease of the rows still held under ``lease`` to ``lease_timeout_ms``

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser, OutputWrapper
 
-from ...contract import MAX_BATCH
+from ...contract import MAX_BATCH, STATUS_NAMES
 from ...history.archive import (
     DEFAULT_PURGE_BATCH,
     DEFAULT_PURGE_RANGE,
@@ -19,7 +19,6 @@ from ...history.archive import (
 )
 from ...history.delta import DEFAULT_COMPACT_TARGET_BYTES
 from ...history.errors import EXIT_USAGE
-from ...history.manifest import STATUS_NAMES
 from ...history_settings import ARCHIVE_FORMATS
 from ...maintenance import PURGE_STATUSES
 from ...store.limits import SQL_SERVER_DELETE_ROWS

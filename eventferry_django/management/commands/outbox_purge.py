@@ -1,5 +1,6 @@
 """``manage.py outbox_purge``: delete old done (and, if asked, dead) outbox rows, or with
-``--inbox`` old records of handled messages."""
+``--inbox`` old records of handled messages, or with ``--task-results`` the results of
+Django tasks that finished long ago."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...contract import MAX_BATCH
-from ...maintenance import PURGE_STATUSES, PurgeResult, purge, purge_inbox
+from ...maintenance import (
+    PURGE_STATUSES,
+    PurgeResult,
+    purge,
+    purge_inbox,
+    purge_task_results,
+)
 from ._arguments import add_database_argument, database_alias, duration, int_range
 from ._base import EventferryCommand
 
@@ -19,7 +26,7 @@ class Command(EventferryCommand):
         "Delete done outbox rows (and dead ones with --status dead/both) processed longer "
         "ago than --older-than, in batches. Pending, claimed and failed rows are never "
         "deleted. With --inbox, delete the inbox's records of messages handled longer ago "
-        "instead."
+        "instead; with --task-results, the results of Django tasks that finished longer ago."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +41,11 @@ class Command(EventferryCommand):
             "--inbox", action="store_true",
             help="Purge the inbox (consumers' records of handled messages) instead of the "
             "outbox. A message redelivered after its record is gone is handled again.",
+        )
+        parser.add_argument(
+            "--task-results", action="store_true",
+            help="Purge the results of Django tasks (OutboxTaskBackend) that finished, "
+            "successfully or not, longer ago instead; ready and running ones are kept.",
         )
         parser.add_argument("--consumer",
                             help="With --inbox: only this consumer's records (default: all).")
@@ -63,7 +75,15 @@ class Command(EventferryCommand):
         common = dict(batch_size=options["batch_size"], max_rows=options["max_rows"],
                       dry_run=options["dry_run"], using=alias, progress=progress)
         result: PurgeResult
-        if options["inbox"]:
+        if options["inbox"] and options["task_results"]:
+            raise CommandError("--inbox and --task-results purge different tables; pick one.")
+        if options["task_results"]:
+            if options["status"] is not None or options["consumer"] is not None:
+                raise CommandError("--task-results purges by finish time alone; drop "
+                                   "--status and --consumer.")
+            result = purge_task_results(options["older_than"], **common)
+            what = "task result(s) finished"
+        elif options["inbox"]:
             if options["status"] is not None:
                 raise CommandError("--status selects outbox rows; --inbox purges by handled "
                                    "time alone.")
