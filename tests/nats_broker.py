@@ -9,8 +9,10 @@ nats-py is asyncio; each helper call here runs on a fresh event loop
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import uuid
@@ -110,27 +112,51 @@ def free_port() -> int:
 
 
 class PrivateServer:
-    """A ``nats-server -js`` of a test's own, on a free port, storing its streams in
-    files under ``directory`` so that they survive :meth:`stop` and :meth:`start`."""
+    """A ``nats-server`` with JetStream of a test's own, on a free port, storing its
+    streams in files under ``directory`` so that they survive :meth:`stop` and
+    :meth:`start`. Configured by a file, so that :meth:`stop_jetstream` can reload it."""
 
     def __init__(self, directory: Path) -> None:
         binary = shutil.which("nats-server")
         if binary is None:
             pytest.skip("no nats-server on PATH to start a private server with")
-        self.command = [binary, "-a", "127.0.0.1", "-p", str(free_port()), "-js",
-                        "-sd", str(directory / "store")]
-        self.url = f"nats://127.0.0.1:{self.command[4]}"
+        directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.store = directory / "store"
+        self.config = directory / "nats-server.conf"
+        self.command = [binary, "-c", str(self.config)]
+        self.url = f"nats://127.0.0.1:{self.port}"
         self.log = directory / "nats-server.log"
         self.process: subprocess.Popen[bytes] | None = None
 
+    def _write_config(self, *, jetstream: bool) -> None:
+        store = json.dumps(str(self.store))
+        self.config.write_text(f"listen: 127.0.0.1:{self.port}\n" + (
+            f"jetstream {{ store_dir: {store} }}\n" if jetstream else "jetstream: disabled\n"))
+
     def start(self) -> None:
+        self._write_config(jetstream=True)
         self.process = subprocess.Popen(self.command, stdout=self.log.open("ab"),
                                         stderr=subprocess.STDOUT)
         wait_until(self._answers, timeout=20, what=f"nats-server at {self.url}")
 
+    def stop_jetstream(self) -> None:
+        """Reload the server with JetStream disabled (until the next :meth:`start`), as a
+        stopping server is for a moment: connections stay open, and a stream's subjects
+        get "no responders"."""
+        assert self.process is not None, "start() the server first"
+        reloads = self._reloads()
+        self._write_config(jetstream=False)
+        self.process.send_signal(signal.SIGHUP)
+        wait_until(lambda: self._reloads() > reloads, timeout=20,
+                   what=f"nats-server at {self.url} to reload without JetStream")
+
+    def _reloads(self) -> int:
+        return self.log.read_text(errors="replace").count("Reloaded server configuration")
+
     def _answers(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", int(self.command[4])), timeout=0.5):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                 return True
         except OSError:
             return False

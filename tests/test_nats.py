@@ -135,12 +135,13 @@ def test_subjects_and_stream_patterns() -> None:
     assert not covers("orders.>", "orders") and covers("orders", "orders")
 
 
-def test_option_table_matches_the_constructor() -> None:
-    import inspect
-
-    parameters = inspect.signature(NatsPublisher).parameters
-    declared = {name: p.default for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
-    assert declared == nats_publisher.OPTIONS.defaults()
+def test_defaults_come_from_the_option_table() -> None:
+    table = nats_publisher.OPTIONS
+    publisher = NatsPublisher(servers="nats://127.0.0.1:4222")
+    assert publisher.options == {**table.defaults(), "servers": "nats://127.0.0.1:4222"}
+    settings = publisher.settings
+    assert (settings.connect_timeout, settings.publish_timeout, settings.stream) == (
+        table["connect_timeout"].default, table["publish_timeout"].default, None)
 
 
 # -- one publisher, the shared server ---------------------------------------------------
@@ -248,25 +249,51 @@ def test_a_missing_stream_or_server_is_an_outage(nats_url: str) -> None:
         nobody.close()
 
 
-def test_a_stream_deleted_under_the_publisher_retries_then_is_an_outage(
-    nats_url: str,
-) -> None:
+def test_a_stream_deleted_under_the_publisher_is_an_outage(nats_url: str) -> None:
     stream = Stream(nats_url)
     publisher = NatsPublisher(servers=nats_url, subject=stream.prefix + ".{topic}",
                               stream=stream.name, publish_timeout=2)
     try:
         assert outcomes(publisher.publish([message(1)])) == [Outcome.OK]
         stream.delete()
-        # It took the subject a moment ago: not the message's fault, and looked up again.
-        [result] = publisher.publish([message(2)])
-        assert result.outcome is Outcome.RETRY
-        assert f"stream '{stream.name}' did not answer (no responders)" in str(result.error)
-        with pytest.raises(BrokerUnavailable, match="does not exist"):
+        # It took the subject a moment ago: not the message's fault, so no attempt spent.
+        with pytest.raises(BrokerUnavailable, match=re.escape(
+                f"stream '{stream.name}' did not answer (no responders)")):
+            publisher.publish([message(2)])
+        with pytest.raises(BrokerUnavailable, match="does not exist"):  # looked up again
             publisher.publish([message(2)])
     finally:
         publisher.close()
         with contextlib.suppress(Exception):  # deleted already, unless the test failed early
             stream.delete()
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["stream", "no-stream"])
+def test_jetstream_stopping_under_open_connections_is_an_outage(
+    tmp_path: Path, configured: bool,
+) -> None:
+    """A server shutting down stops JetStream before it closes connections; meanwhile
+    a stream's subjects answer "no responders". That is no message's fault: nothing is
+    given up or retried (which spends an attempt), the batch is an outage."""
+    nats()
+    server = PrivateServer(tmp_path)
+    server.start()
+    stream = Stream(server.url)
+    publisher = NatsPublisher(servers=server.url, subject=stream.prefix + ".{topic}",
+                              stream=stream.name if configured else None,
+                              connect_timeout=0.5, publish_timeout=1)
+    try:
+        assert outcomes(publisher.publish([message(1)])) == [Outcome.OK]
+        server.stop_jetstream()
+        subject = f"{stream.prefix}.order.created"
+        expected = (f"stream '{stream.name}' did not answer (no responders)" if configured
+                    else f"no stream answered for '{subject}', and JetStream did not say "
+                    "which takes it (is JetStream on?)")
+        with pytest.raises(BrokerUnavailable, match=re.escape(expected)):
+            publisher.publish([message(2), message(3)])
+    finally:
+        publisher.close()
+        server.stop()
 
 
 def test_a_duplicate_window_shorter_than_a_republish_is_warned_about(

@@ -36,7 +36,7 @@ from .options import (
     positive_seconds,
     raise_if_serious,
 )
-from .templates import TEMPLATE_FIELDS, KeyFunction, is_template, key_function, key_problem
+from .templates import TEMPLATE_FIELDS, is_template, key_function, key_problem
 
 __all__ = ["OPTIONS", "NatsPublisher"]
 
@@ -226,9 +226,10 @@ class NatsPublisher(Publisher):
     ``Content-Type`` headers are left out.
 
     Outcomes: acked by JetStream -> ``OK`` (a duplicate too: the stream has it); no
-    stream takes the subject (no responders) -> ``GIVE_UP``, or ``RETRY`` when
-    ``stream`` is given and took it a moment ago (deleted since, or a cluster electing a
-    leader: the stream is looked up again before the next batch); larger than the
+    stream answered (no responders) -> ``GIVE_UP`` only when ``stream`` is not given and
+    JetStream, asked, names no stream for the subject, else the batch is an outage (a
+    stream deleted, restarting or electing a leader, a server shutting down: the stream
+    is looked up again before the next batch); larger than the
     server's ``max_payload`` (body and headers), a subject NATS refuses, a header it
     cannot carry, too large for the stream, the wrong stream -> ``GIVE_UP``; any other
     JetStream error (storage full, limits, no quorum) -> ``RETRY``, with JetStream's
@@ -243,29 +244,18 @@ class NatsPublisher(Publisher):
     duplicate is dropped, not appended).
     """
 
-    def __init__(
-        self,
-        *,
-        servers: str | Sequence[str] | None = None,
-        subject: str | KeyFunction | None = None,
-        stream: str | None = None,
-        connect_timeout: float = 5,
-        publish_timeout: float = 10,
-        connect_options: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> None:
-        given = dict(servers=servers, subject=subject, stream=stream,
-                     connect_timeout=connect_timeout, publish_timeout=publish_timeout,
-                     connect_options=connect_options, **options)
+    def __init__(self, **options: Any) -> None:
+        given = {**OPTIONS.defaults(), **options}
         super().__init__(**given)
         raise_if_serious(self.check(given))
-        assert servers is not None  # check() reported E080 otherwise
+        servers: str | Sequence[str] = given["servers"]  # check() reported E080 if missing
         self.settings = NatsSettings(
             servers=(servers,) if isinstance(servers, str) else tuple(servers),
-            stream=stream, connect_timeout=float(connect_timeout),
-            publish_timeout=float(publish_timeout), connect_options=dict(connect_options or {}),
+            stream=given["stream"], connect_timeout=float(given["connect_timeout"]),
+            publish_timeout=float(given["publish_timeout"]),
+            connect_options=dict(given["connect_options"] or {}),
         )
-        self.subject = key_function(subject)
+        self.subject = key_function(given["subject"])
         self.message_format = MessageFormat.from_settings(NATS_BINDING)
         self.link = NatsLink(self.settings, ", ".join(map(mask_server, self.settings.servers)))
         self._lock = threading.Lock()

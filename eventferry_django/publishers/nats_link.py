@@ -118,16 +118,15 @@ class AckBatch:
     """The replies one pipelined batch waits for; message ``index`` was published with
     the reply subject ``<inbox>.<batch>.<index>``."""
 
-    def __init__(self, number: int, size: int, inbox: str, stream: str | None) -> None:
+    def __init__(self, number: int, size: int, inbox: str) -> None:
         self.number = number
         self.inbox = inbox
-        self.stream = stream
         self.results: list[PublishResult | None] = [None] * size
         self.waiting: set[int] = set()
         self.duplicates = 0
-        #: A reply said "no responders" although the configured stream took the subject
-        #: when last looked at: look again before the next batch.
-        self.stream_gone = False
+        #: Messages no stream answered for (503, no responders); what that means is
+        #: asked of JetStream once every reply is in (:meth:`NatsLink._settle_unrouted`).
+        self.unrouted: list[int] = []
         #: Still writing: an ack may come in before the last message is written, and
         #: the batch is complete only when nothing waits once all are written.
         self.sending = True
@@ -141,19 +140,14 @@ class AckBatch:
         if index not in self.waiting:
             return
         self.waiting.discard(index)
-        self.results[index] = self._result(status, data)
+        if status == "503":
+            self.unrouted.append(index)
+        else:
+            self.results[index] = self._result(data)
         if not self.waiting and not self.sending:
             self.complete.set()
 
-    def _result(self, status: str | None, data: bytes) -> PublishResult:
-        if status == "503":
-            if self.stream is not None:
-                # Checked to cover the subject: gone since, or a cluster electing a leader.
-                self.stream_gone = True
-                return PublishResult(Outcome.RETRY, f"stream {self.stream!r} did not answer "
-                                     "(no responders)")
-            return PublishResult(Outcome.GIVE_UP, "no JetStream stream takes this subject "
-                                 "(no responders)")
+    def _result(self, data: bytes) -> PublishResult:
         try:
             reply = json.loads(data)
         except ValueError:
@@ -221,8 +215,7 @@ class NatsLink:
                     ) -> list[PublishResult]:
         await self._connect()
         self._batches += 1
-        batch = self._batch = AckBatch(self._batches, len(wires), self._inbox,
-                                       self.settings.stream)
+        batch = self._batch = AckBatch(self._batches, len(wires), self._inbox)
         try:
             for index, wire in enumerate(wires):
                 if isinstance(wire, PublishResult):
@@ -233,6 +226,8 @@ class NatsLink:
                     await self._client.publish(wire.subject, wire.body, headers=wire.headers,
                                                reply=batch.reply_to(index))
             problem = await batch.wait(self._lost, self.settings.publish_timeout)
+            if problem is None and batch.unrouted:
+                problem = await self._settle_unrouted(batch, wires)
         except (OSError, nats().errors.Error) as exc:
             problem = repr(exc)
         finally:
@@ -240,10 +235,50 @@ class NatsLink:
         if problem is not None:
             await self._drop()
             raise BrokerUnavailable(f"NATS at {self.where}: {problem}")
-        if batch.stream_gone:
-            self.stream_subjects = None
         self.duplicates += batch.duplicates
         return [r if r is not None else PublishResult.ok() for r in batch.results]
+
+    async def _settle_unrouted(self, batch: AckBatch, wires: Sequence[Wire | PublishResult]
+                               ) -> str | None:
+        """Give up a message no stream answered for (503, no responders) only when
+        JetStream names no stream for its subject; else say why the batch is an outage.
+
+        A stream being deleted, restarted or electing a leader answers 503 too, and so
+        does a server shutting down, which stops JetStream before it closes connections:
+        giving up then would bury good events, and retrying would spend their attempts.
+        A configured ``stream`` was looked up to take the subject, so its 503 is always
+        an outage; the next batch looks it up again."""
+        stream = self.settings.stream
+        if stream is not None:
+            return (f"stream {stream!r} did not answer (no responders): deleted, "
+                    "restarting or electing a leader")
+        owners: dict[str, str | None] = {}
+        for index in batch.unrouted:
+            wire = wires[index]
+            assert isinstance(wire, Wire)  # only sent messages get replies
+            if wire.subject not in owners:
+                try:
+                    owners[wire.subject] = await self._stream_taking(wire.subject)
+                except (OSError, TimeoutError, nats().errors.Error) as exc:
+                    return (f"no stream answered for {wire.subject!r}, and JetStream did "
+                            f"not say which takes it (is JetStream on?): {exc!r}")
+            owner = owners[wire.subject]
+            if owner is not None:
+                return (f"stream {owner!r} takes {wire.subject!r} but did not answer "
+                        "(no responders): restarting or electing a leader")
+            batch.results[index] = PublishResult(
+                Outcome.GIVE_UP, "no JetStream stream takes this subject (no responders, "
+                "and JetStream names none)")
+        return None
+
+    async def _stream_taking(self, subject: str) -> str | None:
+        """The stream JetStream says takes ``subject``, None when it says none does."""
+        not_found = importlib.import_module("nats.js.errors").NotFoundError
+        manager = self._client.jetstream(timeout=self.settings.publish_timeout)
+        try:
+            return str(await manager.find_stream_name_by_subject(subject))
+        except not_found:
+            return None
 
     async def _connect(self) -> None:
         if self._client is not None and self._client.is_connected:
