@@ -215,14 +215,19 @@ def test_a_relay_that_joins_gets_work_within_seconds(fleet: Fleet) -> None:
     fleet.start("joiner", delay=0.2)
     wait_until(lambda: checked_in() == 2, timeout=60, what="the joiner to check in")
     joined_at = time.time()
+    # On a loaded machine the joiner starts late; its share is of what was left then.
+    left = len(ids) - OutboxEvent.objects.done().count()
     wait_until(lambda: fleet.published("joiner"), timeout=30, what="the joiner to publish")
     waited = fleet.published("joiner")[0]["at"] - joined_at
     wait_until(drained, timeout=300, what="the outbox to drain")
     fleet.stop()
 
-    print(f"\n{connection.vendor}: the joiner published {waited:.1f}s after checking in")
+    joined = len(fleet.published("joiner"))
+    print(f"\n{connection.vendor}: the joiner published {waited:.1f}s after checking in, "
+          f"{joined} of the {left} events left then")
+    assert left >= len(ids) / 10, "the backlog was gone before the joiner came: nothing tested"
     assert waited <= 5.0
-    assert len(fleet.published("joiner")) >= len(ids) / 10
+    assert joined >= left / 4
     assert_in_order_per_aggregate(fleet.everything(), ids)
 
 
@@ -266,8 +271,7 @@ def owned_events() -> dict[str, int]:
 @SHARING
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
 def test_a_backlog_written_without_buckets_is_shared_too(fleet: Fleet) -> None:
-    """Rows written before migration 0010 (or by an earlier release's code) have no
-    bucket: relays started together give them theirs before their first claim, and share
+    """Rows written without a bucket (by a development build's code): relays started together give them theirs before their first claim, and share
     them as they share any others."""
     ids = publish(per_aggregate=20, aggregates=1000)
     store = OutboxStore()
