@@ -1,18 +1,19 @@
-"""Claim cost on PostgreSQL under stale statistics (issue 22), with the released retention
-index (migrations 0001-0006) or 0007's closed-rows index, and with or without an ANALYZE
+"""Claim cost on PostgreSQL under stale statistics (issue 22), with an unfiltered retention
+index (what the outbox had before issue 22) or the closed-rows index (0.1.0's), and with
+or without an ANALYZE
 before the drain.
 
 The stale case: the outbox holds only done rows when it is analysed (the planner then
 believes no row is open and both open-rows indexes hold nothing), then a backlog
 arrives and autovacuum is kept from analysing again (as crash recovery's reset counters
 and the slow claims' few changes kept it in the soak). The backlog is drained the
-relay's way: each pass one claim (the prepared chain claim under the relay's
+relay's way: each pass one claim (the relay's prepared claim with chains, under its
 transaction settings, its generic plan included) and one ack, committed. Reported: the
 drain's time, the slowest claim, and the index entries read per index
 (``pg_stat_user_indexes.idx_tup_read``).
 
     python benchmarks/claim_plan.py                      # every variant
-    python benchmarks/claim_plan.py --only 0007-stale --done 200000 --pending 20000
+    python benchmarks/claim_plan.py --only closed-stale --done 200000 --pending 20000
     python benchmarks/claim_plan.py --analyze-cost 1000000
 """
 
@@ -23,16 +24,20 @@ import time
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 from benchmarks.postgres import ensure_database
+from eventferry_django.contract import DONE, PENDING
 from eventferry_django.naming import TableName
+from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.postgresql import PostgresqlDialect
 from eventferry_django.store.sql import bind
+from eventferry_django.store.tables import retention_index
 
 DATABASE = "eventferry_claim_plan"
 DIALECT = PostgresqlDialect(TableName("outbox"))
-VARIANTS = ("released-stale", "0007-stale", "released-fresh", "0007-fresh",
-            "released-crash", "0007-crash")
+VARIANTS = ("unfiltered-stale", "closed-stale", "unfiltered-fresh", "closed-fresh",
+            "unfiltered-crash", "closed-crash")
 
 
 def connect() -> psycopg.Connection[Any]:
@@ -40,23 +45,34 @@ def connect() -> psycopg.Connection[Any]:
                            autocommit=True, prepare_threshold=None)
 
 
+def claim_statement(limit: int, max_chain: int) -> tuple[str, list[Any]]:
+    """The relay's claim of ``limit`` rows with chains of ``max_chain``, its parameters
+    bound as the relay binds them (one relay: no buckets; leases of 60 s)."""
+    sql, params = DIALECT.claim.claim_sql()
+    request = ClaimRequest(limit, 60, max_chain=max_chain)
+    return sql, bind(params, **DIALECT.claim.slots(request))
+
+
 def build(conn: psycopg.Connection[Any], *, done: int, pending: int, aggregates: int,
           closed_rows_index: bool, fresh: bool, crash: bool = False) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {DIALECT.table}")
     for statement in DIALECT.schema.create_statements():
         conn.execute(statement)
-    if closed_rows_index:
-        for statement in DIALECT.schema.closed_rows_index_statements():
+    if not closed_rows_index:
+        unfiltered = retention_index(DIALECT.name, closed_rows_only=False)
+        for statement in DIALECT.schema.create_index_statements(unfiltered,
+                                                                 DIALECT.schema.outbox):
             conn.execute(statement)
+        conn.execute(f'DROP INDEX "{DIALECT.name.closed_index}"')
     conn.execute(f"ALTER TABLE {DIALECT.table} SET (autovacuum_enabled = false)")
     insert = (
         f"INSERT INTO {DIALECT.table} (message_id, topic, aggregate_type, aggregate_id, "
         "payload, status, processed_at) "
         "SELECT %s || n, 't', 'a', 'agg' || (n %% %s), '{\"n\": 1}'::jsonb, %s, "
-        "CASE WHEN %s = 2 THEN now() END FROM generate_series(1, %s) AS n")
-    conn.execute(insert, ["d", aggregates, 2, 2, done])
+        "CASE WHEN %s = %s THEN now() END FROM generate_series(1, %s) AS n")
+    conn.execute(insert, ["d", aggregates, DONE, DONE, DONE, done])
     conn.execute(f"VACUUM (ANALYZE) {DIALECT.table}")  # statistics: nothing is open
-    conn.execute(insert, ["p", aggregates, 0, 0, pending])
+    conn.execute(insert, ["p", aggregates, PENDING, PENDING, DONE, pending])
     if fresh or crash:
         conn.execute(f"ANALYZE {DIALECT.table}")
     if crash:
@@ -76,41 +92,38 @@ def index_reads(conn: psycopg.Connection[Any]) -> dict[str, int]:
 
 
 def claim_plan(conn: psycopg.Connection[Any], limit: int, max_chain: int) -> str:
-    """EXPLAIN ANALYZE of the relay's chain claim as a generic plan, rolled back."""
-    sql, slots = DIALECT.chain_claim_sql()
+    """EXPLAIN ANALYZE of the relay's claim as a generic plan, rolled back."""
+    sql, params = claim_statement(limit, max_chain)
     parts = sql.split("%s")
     numbered = "".join(f"{p}${i}" for i, p in enumerate(parts[:-1], 1)) + parts[-1]
-    params = bind(slots, heads=limit, limit=limit, max_chain=max_chain,
-                  lease_offset=DIALECT.offset_param(-60_000))
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         conn.execute("DEALLOCATE ALL")
-        conn.execute(f"PREPARE claim_plan(int, int, int, int, int, int, int, int) AS {numbered}")
-        rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE claim_plan("
-                            + ", ".join(str(p) for p in params) + ")").fetchall()
+        conn.execute(f"PREPARE claim_plan AS {numbered}")
+        explain = pgsql.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE claim_plan({})")
+        rows = conn.execute(explain.format(
+            pgsql.SQL(", ").join(pgsql.Literal(p) for p in params))).fetchall()
         conn.execute("DEALLOCATE claim_plan")
     return "\n".join(row[0] for row in rows)
 
 
 def drain(conn: psycopg.Connection[Any], limit: int, max_chain: int) -> tuple[int, float, float]:
     """Claim and ack until nothing is left: (claims, seconds, slowest claim's seconds)."""
-    offset = DIALECT.offset_param(-60_000)
+    sql, params = claim_statement(limit, max_chain)
     claims, slowest, started = 0, 0.0, time.monotonic()
-    q = DIALECT.quote
+    q = DIALECT.ops.quote
     while True:
         with conn.transaction():
-            conn.execute(DIALECT.relay_transaction_sql or "SELECT 1")
+            conn.execute(DIALECT.ops.relay_transaction_sql or "SELECT 1")
             began = time.monotonic()
-            sql, slots = DIALECT.chain_claim_sql()
-            rows = conn.execute(sql, bind(slots, heads=limit, limit=limit, max_chain=max_chain,
-                                          lease_offset=offset), prepare=True).fetchall()
+            rows = conn.execute(sql, params, prepare=True).fetchall()
             slowest = max(slowest, time.monotonic() - began)
             claims += 1
             if not rows:
                 break
-            conn.execute(f"UPDATE {DIALECT.table} SET {q('status')} = 2, "
+            conn.execute(f"UPDATE {DIALECT.table} SET {q('status')} = %s, "
                          f"{q('processed_at')} = now() WHERE {q('id')} = ANY(%s)",
-                         [[row[0] for row in rows]])
+                         [DONE, [row[0] for row in rows]])
     conn.execute("SELECT pg_stat_force_next_flush()")
     return claims, time.monotonic() - started, slowest
 
@@ -118,7 +131,7 @@ def drain(conn: psycopg.Connection[Any], limit: int, max_chain: int) -> tuple[in
 def run(variant: str, args: argparse.Namespace) -> None:
     with connect() as conn:
         build(conn, done=args.done, pending=args.pending, aggregates=args.aggregates,
-              closed_rows_index=variant.startswith("0007"), fresh=variant.endswith("fresh"),
+              closed_rows_index=variant.startswith("closed"), fresh=variant.endswith("fresh"),
               crash=variant.endswith("crash"))
     with connect() as conn:  # a new backend: the catalog as just set, not as cached
         plan = claim_plan(conn, args.limit, args.max_chain)
