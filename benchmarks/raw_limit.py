@@ -10,7 +10,12 @@ table, seeded the same way), so both pay the same table and indexes::
     UPDATE <outbox> SET status = <done>, processed_at = <now> WHERE id = ANY(...);
     COMMIT;
 
-until the SELECT comes back empty. It keeps no order and handles no failure. PostgreSQL
+until the SELECT comes back empty. It keeps no order and handles no failure.
+
+:func:`drain_leased` is the same loop paying the store contract's two writes per event,
+on the outbox table: the claim (``status`` claimed, ``claimed_at`` stamped, committed
+before publishing) and the ack (done, committed after). It is the floor of any relay that
+holds rows by lease rather than by an open transaction (PostgreSQL only). PostgreSQL
 runs it through psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMySQL (the
 benchmarks' driver) under the server's own flush setting; pika publishes to RabbitMQ
 (:class:`BatchConfirmer`), or redis-py ``LPUSH`` es the payloads to Redis in one
@@ -138,6 +143,36 @@ class Sink(Protocol):
     def publish(self, bodies: list[bytes]) -> None: ...
 
 
+class DrainClock:
+    """Times a drain: call :meth:`done` after each batch, :meth:`result` at the end."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.drained = 0
+        self.first_done: tuple[float, int] | None = None
+
+    def done(self, rows: int) -> None:
+        self.drained += rows
+        if self.first_done is None:
+            self.first_done = (time.perf_counter(), self.drained)
+
+    def result(self) -> DrainTime:
+        finished = time.perf_counter()
+        assert self.first_done is not None, "nothing to drain"
+        at, first = self.first_done
+        return DrainTime(self.drained, finished - self.started, self.drained - first,
+                         finished - at)
+
+
+def _publish(confirmer: Sink | KafkaProducer, rows: list[tuple[Any, ...]]) -> None:
+    """Send the batch ``(id, [aggregate_id,] payload)``: keyed by aggregate to Kafka."""
+    if isinstance(confirmer, KafkaProducer):
+        confirmer.publish([str(row[2]).encode() for row in rows],
+                          [str(row[1]).encode() for row in rows])
+    else:
+        confirmer.publish([str(row[-1]).encode() for row in rows])
+
+
 def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProducer
           ) -> DrainTime:
     """Drain ``table`` through ``connection`` (psycopg 3 in autocommit, or PyMySQL) with
@@ -153,8 +188,7 @@ def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProdu
               f"ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
     now = "statement_timestamp()" if postgresql else "UTC_TIMESTAMP(3)"
     update = f"UPDATE {table} SET status = {Status.DONE}, processed_at = {now} WHERE "
-    drained, first_done = 0, None
-    started = time.perf_counter()
+    clock = DrainClock()
     while True:
         cursor = connection.cursor()
         if postgresql:
@@ -162,11 +196,7 @@ def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProdu
         cursor.execute(select)
         rows = cursor.fetchall()
         if rows:
-            if isinstance(confirmer, KafkaProducer):
-                confirmer.publish([str(row[2]).encode() for row in rows],
-                                  [str(row[1]).encode() for row in rows])
-            else:
-                confirmer.publish([str(body).encode() for _, body in rows])
+            _publish(confirmer, rows)
             ids = [row[0] for row in rows]
             if postgresql:
                 cursor.execute(update + "id = ANY(%s)", [ids])
@@ -178,10 +208,32 @@ def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProdu
             connection.commit()
         if not rows:
             break
-        drained += len(rows)
-        if first_done is None:
-            first_done = (time.perf_counter(), drained)
-    finished = time.perf_counter()
-    assert first_done is not None, "nothing to drain"
-    return DrainTime(drained, finished - started, drained - first_done[1],
-                     finished - first_done[0])
+        clock.done(len(rows))
+    return clock.result()
+
+
+def drain_leased(connection: Any, table: str, confirmer: Sink | KafkaProducer) -> DrainTime:
+    """Drain ``table`` (the outbox table, on PostgreSQL, through psycopg 3 in autocommit)
+    claiming each batch by lease, as the store contract does, with none of the relay's
+    ordering or failure handling::
+
+        UPDATE <outbox> SET status = <claimed>, claimed_at = <now> WHERE id = ANY(ARRAY(
+            SELECT id FROM <outbox> WHERE status = <pending> ORDER BY id LIMIT 500
+            FOR UPDATE SKIP LOCKED)) RETURNING id, payload;   -- committed
+        -- publish, wait for the broker once
+        UPDATE <outbox> SET status = <done>, processed_at = <now> WHERE id = ANY(...);
+    """
+    connection.execute("SET synchronous_commit = off")
+    key = "aggregate_id, " if isinstance(confirmer, KafkaProducer) else ""
+    claim = (f"UPDATE {table} SET status = {Status.CLAIMED}, claimed_at = "
+             f"statement_timestamp() WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE "
+             f"status = {Status.PENDING} ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED)) "
+             f"RETURNING id, {key}payload::text")
+    ack = (f"UPDATE {table} SET status = {Status.DONE}, processed_at = statement_timestamp() "
+           "WHERE id = ANY(%s)")
+    clock = DrainClock()
+    while rows := sorted(connection.execute(claim).fetchall()):
+        _publish(confirmer, rows)
+        connection.execute(ack, [[row[0] for row in rows]])
+        clock.done(len(rows))
+    return clock.result()

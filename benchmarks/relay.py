@@ -23,6 +23,9 @@ limit with redis-py (:class:`benchmarks.raw_limit.RedisPipeliner`, one pipeline 
 beside a relay process publishing to Redis (KombuPublisher: one pipeline a batch), the
 same relay through kombu's Producer as before (two round trips a message) and the relay
 on RabbitMQ (issue 28's target: the relay on Redis at least 60% of the raw loop, steady).
+Both broker runs add the raw loop paying the store contract's two writes per event on the
+outbox table (:func:`benchmarks.raw_limit.drain_leased`): the floor of a lease-based
+relay, which the ratios are also given against.
 
 ``--kafka`` runs only the Kafka drains: a Tansu broker (:mod:`benchmarks.tansu`, memory
 storage) started on a free port for the run, then at ``--aggregates`` aggregates the raw
@@ -153,9 +156,10 @@ def copy_to_bare_table(keyed: bool = False) -> None:
             cursor.execute(f"VACUUM ANALYZE {BARE_TABLE}")
 
 
-def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] | None = None
-              ) -> tuple[DrainTime, float]:
-    """Drain table ``on`` with the raw limit, in this (warm) process, to RabbitMQ,
+def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] | None = None,
+              *, leased: bool = False) -> tuple[DrainTime, float]:
+    """Drain table ``on`` with the raw limit (``leased``: its lease-paying variant,
+    :func:`benchmarks.raw_limit.drain_leased`), in this (warm) process, to RabbitMQ,
     ``redis`` or ``kafka`` (its bootstrap servers and topic); its times and CPU seconds."""
     raw = raw_connection()
     confirmer: raw_limit.BatchConfirmer | raw_limit.RedisPipeliner | raw_limit.KafkaProducer = (
@@ -164,7 +168,8 @@ def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] 
         else raw_limit.BatchConfirmer(settings.AMQP_URL, settings.EXCHANGE))
     cpu = time.process_time()
     try:
-        drained = raw_limit.drain(raw, on, connection.vendor, confirmer)
+        drained = (raw_limit.drain_leased(raw, on, confirmer) if leased
+                   else raw_limit.drain(raw, on, connection.vendor, confirmer))
     finally:
         cpu = time.process_time() - cpu
         confirmer.close()
@@ -212,6 +217,7 @@ REDIS_RELAYS = {
     "relay, RabbitMQ": "amqp",
 }
 REDIS_RAW = "raw limit, psycopg + redis-py pipeline"
+REDIS_LEASED = "raw, leased on the outbox table (the contract's two writes)"
 
 
 def reset_redis_queue() -> Any:
@@ -236,6 +242,9 @@ def redis_round(events: int, aggregates: int) -> dict[str, DrainTime]:
     client = reset_redis_queue()
     drained[REDIS_RAW] = raw_drain(events, BARE_TABLE, redis=True)[0]
     assert client.llen(settings.QUEUE) == events, "Redis did not get every event"
+    client = reset_redis_queue()
+    drained[REDIS_LEASED] = raw_drain(events, table(), redis=True, leased=True)[0]
+    assert client.llen(settings.QUEUE) == events, "Redis did not get every event"
     for name, broker in REDIS_RELAYS.items():
         seed(events, aggregates)
         client = reset_redis_queue()
@@ -258,17 +267,13 @@ def redis_table(args: argparse.Namespace) -> list[str]:
         f"Redis drains of {args.events:,} events over {args.aggregates} aggregates, "
         f"events/s, medians of {args.repeat} round(s); defaults (BATCH_SIZE 500), "
         "synchronous_commit off:", "",
-        "| drain | steady | end to end | steady / raw redis-py loop |", "|---|---|---|---|",
     ]
-    for name in [REDIS_RAW, *REDIS_RELAYS]:
-        ratio = median([r[name].steady_rate / r[REDIS_RAW].steady_rate for r in rounds])
-        lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
-                     f"{median([r[name].rate for r in rounds]):,.0f} | {ratio:.0%} |")
-    return lines
+    return lines + ratio_table(rounds, [REDIS_RAW, REDIS_LEASED, *REDIS_RELAYS], "redis-py")
 
 
 # -- Kafka ----------------------------------------------------------------------------------
 KAFKA_RAW = "raw limit, psycopg + confluent-kafka"
+KAFKA_LEASED = "raw, leased on the outbox table (the contract's two writes)"
 KAFKA_RELAY = "relay, KafkaPublisher"
 #: The partitions of each drain's topic.
 KAFKA_PARTITIONS = 4
@@ -282,6 +287,11 @@ def kafka_round(events: int, aggregates: int, servers: str) -> dict[str, DrainTi
     copy_to_bare_table(keyed=True)
     topic = tansu.create_topic(servers, f"bench-raw-{uuid.uuid4().hex[:8]}", KAFKA_PARTITIONS)
     drained[KAFKA_RAW] = raw_drain(events, BARE_TABLE, kafka=(servers, topic))[0]
+    assert tansu.records_in(servers, topic) == events, "Kafka did not get every event"
+    tansu.delete_topic(servers, topic)
+    topic = tansu.create_topic(servers, f"bench-leased-{uuid.uuid4().hex[:8]}",
+                               KAFKA_PARTITIONS)
+    drained[KAFKA_LEASED] = raw_drain(events, table(), kafka=(servers, topic), leased=True)[0]
     assert tansu.records_in(servers, topic) == events, "Kafka did not get every event"
     tansu.delete_topic(servers, topic)
     seed(events, aggregates)
@@ -309,13 +319,24 @@ def kafka_table(args: argparse.Namespace) -> list[str]:
         f"Kafka drains of {args.events:,} events over {args.aggregates} aggregates to Tansu "
         f"(memory storage, topics of {KAFKA_PARTITIONS} partitions), events/s, medians of "
         f"{args.repeat} round(s); defaults (BATCH_SIZE 500), synchronous_commit off:", "",
-        "| drain | steady | end to end | steady / raw confluent-kafka loop |",
-        "|---|---|---|---|",
     ]
-    for name in (KAFKA_RAW, KAFKA_RELAY):
-        ratio = median([r[name].steady_rate / r[KAFKA_RAW].steady_rate for r in rounds])
+    return lines + ratio_table(rounds, [KAFKA_RAW, KAFKA_LEASED, KAFKA_RELAY],
+                               "confluent-kafka")
+
+
+def ratio_table(rounds: list[dict[str, DrainTime]], names: list[str], client: str
+                ) -> list[str]:
+    """Each drain's median rates, as a share of the raw loop (the first of ``names``)
+    and of the leased raw loop (the second), per round then the median."""
+    raw, leased = names[:2]
+    lines = [f"| drain | steady | end to end | steady / raw {client} loop | steady / leased "
+             "raw loop |", "|---|---|---|---|---|"]
+    for name in names:
+        share = [median([r[name].steady_rate / r[base].steady_rate for r in rounds])
+                 for base in (raw, leased)]
         lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
-                     f"{median([r[name].rate for r in rounds]):,.0f} | {ratio:.0%} |")
+                     f"{median([r[name].rate for r in rounds]):,.0f} | {share[0]:.0%} | "
+                     f"{share[1]:.0%} |")
     return lines
 
 
