@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,13 +30,13 @@ def section(text: str, heading: str) -> str:
 
 def check_ids_in_code() -> set[str]:
     return {found for path in (ROOT / "eventferry_django").rglob("*.py")
-            for found in re.findall(r"eventferry\.E\d{3}", path.read_text(encoding="utf-8"))}
+            for found in re.findall(r"eventferry\.[EW]\d{3}", path.read_text(encoding="utf-8"))}
 
 
 @pytest.mark.parametrize("check_id", sorted(check_ids_in_code()))
-def test_every_check_id_has_its_own_entry(check_id: str) -> None:
-    checks = section(TROUBLESHOOTING, "System checks")
-    assert f"\n### {check_id.removeprefix('eventferry.')}\n" in checks
+def test_every_check_id_has_its_own_entry_on_the_page_the_settings_link(check_id: str) -> None:
+    page = (ROOT / "docs" / check_page(check_id)).read_text(encoding="utf-8")
+    assert f"\n### {check_id.removeprefix('eventferry.')}\n" in section(page, "System checks")
 
 
 def exit_codes() -> set[int]:
@@ -55,12 +56,22 @@ def test_every_command_is_in_the_exit_code_table(command: str) -> None:
     assert f"`{command}`" in section(TROUBLESHOOTING, "Exit codes")
 
 
-def test_the_settings_page_is_generated_with_every_key() -> None:
+def settings_hook() -> Any:
+    """docs/hooks/settings_table.py, which mkdocs loads by path."""
     spec = importlib.util.spec_from_file_location(
         "settings_table", ROOT / "docs" / "hooks" / "settings_table.py")
     assert spec and spec.loader
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
+    return hook
+
+
+def check_page(check_id: str) -> str:
+    return str(settings_hook().check_page(check_id))
+
+
+def test_the_settings_page_is_generated_with_every_key() -> None:
+    hook = settings_hook()
     page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
     assert hook.MARKER in page
     rendered = hook.on_page_markdown(page)
