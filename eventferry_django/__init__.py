@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .serialization import RawJSON
 
 __all__ = ["NewEvent", "RawJSON", "publish_event", "publish_events"]
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
 
 
 #: Where each public name lives.

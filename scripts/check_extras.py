@@ -6,7 +6,9 @@ them all. Nor can it see a file the wheel leaves out: it runs from the working t
 this script builds the sdist and, from the sdist, the wheel (``python -m build``, as a
 release does), checks both with ``twine check``, and installs that wheel, without
 ``dev``, into a virtualenv of its own per extra, where ``manage.py check`` runs in a small
-project (``scripts/extras_probe``) with a publisher or database that needs the extra.
+project (``scripts/extras_probe``) with a publisher or database that needs the extra. The
+bare install also migrates that project's fresh SQLite database, publishes an event and
+relays it in one pass (``probe_relay_pass``), as a new user's first steps would.
 
     .venv/bin/python scripts/check_extras.py            # every extra
     .venv/bin/python scripts/check_extras.py kombu      # some
@@ -37,19 +39,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "scripts" / "extras_probe"
 WHEELHOUSE = Path(os.environ.get("EVENTFERRY_WHEELHOUSE")
                   or Path.home() / ".cache" / "eventferry-django" / "wheels")
-#: What each extra is checked with (see probe_settings.py); "" is the bare install.
-EXTRAS: dict[str, list[str]] = {
-    "": ["check"],
-    "kombu": ["check"],
-    "celery": ["check"],
-    "nats": ["check"],
-    "kafka": ["check"],
-    "postgresql": ["check", "--database", "default"],
-    "mysql": ["check", "--database", "default"],
-    "mssql": ["check"],
-    "prometheus": ["check"],
-    "opentelemetry": ["check"],
-    "jsonschema": ["check"],
+#: The ``manage.py`` commands each extra is checked with, in order (see
+#: probe_settings.py); "" is the bare install.
+EXTRAS: dict[str, list[list[str]]] = {
+    "": [["check"], ["probe_relay_pass"]],
+    "kombu": [["check"]],
+    "celery": [["check"]],
+    "tasks": [["check"]],
+    "nats": [["check"]],
+    "kafka": [["check"]],
+    "postgresql": [["check", "--database", "default"]],
+    "mysql": [["check", "--database", "default"]],
+    "mssql": [["check"]],
+    "prometheus": [["check"]],
+    "opentelemetry": [["check"]],
+    "jsonschema": [["check"]],
 }
 
 
@@ -116,7 +120,7 @@ def collect_wheels(wheel: Path, extras: list[str], into: Path) -> bool:
 
 def check(extra: str, wheel: Path, wheels: Path, workdir: Path) -> tuple[bool, str]:
     """Install ``wheel`` with ``extra`` from ``wheels`` alone into a new virtualenv and
-    run its check there."""
+    run its commands there, stopping at the first that fails."""
     venv = workdir / f"venv-{extra or 'bare'}"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
@@ -128,10 +132,14 @@ def check(extra: str, wheel: Path, wheels: Path, workdir: Path) -> tuple[bool, s
     env = {**os.environ, "PYTHONPATH": str(PROBE), "DJANGO_SETTINGS_MODULE": "probe_settings",
            "PROBE_EXTRA": extra, "PROBE_SQLITE": str(workdir / "probe.sqlite3")}
     env.pop("EVENTFERRY_TEST_SETTINGS", None)
-    ran = subprocess.run([python, "-m", "django", *EXTRAS[extra]], cwd=workdir, env=env,
-                         capture_output=True, text=True, check=False)
-    output = (ran.stdout + ran.stderr).strip()
-    return ran.returncode == 0, output
+    output = []
+    for command in EXTRAS[extra]:
+        ran = subprocess.run([python, "-m", "django", *command], cwd=workdir, env=env,
+                             capture_output=True, text=True, check=False)
+        output.append(f"$ manage.py {' '.join(command)}\n{ran.stdout}{ran.stderr}".strip())
+        if ran.returncode != 0:
+            return False, "\n".join(output)
+    return True, "\n".join(output)
 
 
 def main(names: list[str]) -> int:

@@ -42,6 +42,11 @@ elif EXTRA == "kafka":
     EVENTFERRY["PUBLISHER"] = {"BACKEND": "eventferry_django.publishers.kafka.KafkaPublisher",
                                "OPTIONS": {"bootstrap_servers": "127.0.0.1:9092",
                                            "producer": {"linger.ms": 10}}}
+elif EXTRA == "tasks":
+    # The task backend's checks import the Celery app; the backport's app runs them.
+    INSTALLED_APPS.append("django_tasks")
+    TASKS = {"default": {"BACKEND": "eventferry_django.task_backend.OutboxTaskBackend",
+                         "OPTIONS": {"celery_app": "probe_app.tasks.app"}}}
 elif EXTRA == "postgresql":
     DATABASES["default"] = {
         "ENGINE": "django.db.backends.postgresql", "NAME": "postgres",
