@@ -9,7 +9,6 @@ what, and when.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -22,11 +21,12 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
 
-from celery import Celery, signals  # noqa: E402
+from celery import Celery  # noqa: E402
 
 from eventferry_django.inbox.celery import InboxTask  # noqa: E402
 
 from .testapp.models import Shipment  # noqa: E402
+from .worker_trace import trace, trace_celery_worker  # noqa: E402
 
 BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
@@ -50,14 +50,6 @@ def stopped_by_sigterm() -> Callable[[], bool]:
     return received.is_set
 
 
-def trace(event: str, **fields: Any) -> None:
-    path = os.environ.get("EVENTFERRY_TEST_TRACE")
-    if path:
-        line = json.dumps({"event": event, "pid": os.getpid(), "t": time.time(), **fields})
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
-
-
 def ship_body(task_id: str, event: dict[str, Any]) -> None:
     trace("body", task_id=task_id, reference=event["reference"])
     Shipment.objects.create(order_reference=event["reference"], handled_by=str(os.getpid()))
@@ -76,16 +68,4 @@ def ship_unguarded(self: Any, event: dict[str, Any]) -> None:
     ship_body(self.request.id, event)
 
 
-@signals.worker_ready.connect
-def _ready(**kwargs: Any) -> None:
-    trace("ready")
-
-
-@signals.task_prerun.connect
-def _started(task_id: str, task: Any, **kwargs: Any) -> None:
-    trace("start", task_id=task_id, task=task.name)
-
-
-@signals.task_postrun.connect
-def _finished(task_id: str, task: Any, **kwargs: Any) -> None:
-    trace("end", task_id=task_id, task=task.name)
+trace_celery_worker()

@@ -7,9 +7,7 @@ outcome and the queue the message came from)."""
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from typing import Any
 
 import django
@@ -17,7 +15,9 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
 
-from celery import Celery, signals  # noqa: E402
+from celery import Celery  # noqa: E402
+
+from .worker_trace import trace_celery_worker  # noqa: E402
 
 BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
@@ -33,26 +33,9 @@ app.conf.update(
 app.autodiscover_tasks()
 
 
-def trace(event: str, **fields: Any) -> None:
-    path = os.environ.get("EVENTFERRY_TEST_TRACE")
-    if path:
-        line = json.dumps({"event": event, "pid": os.getpid(), "t": time.time(), **fields})
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
-
-
-@signals.worker_ready.connect
-def _ready(**kwargs: Any) -> None:
-    trace("ready")
-
-
-@signals.task_prerun.connect
-def _started(task_id: str, task: Any, **kwargs: Any) -> None:
-    trace("start", task_id=task_id, task=task.name)
-
-
-@signals.task_postrun.connect
-def _finished(task_id: str, task: Any, retval: Any = None, **kwargs: Any) -> None:
+def _outcome_and_queue(task: Any, retval: Any) -> dict[str, Any]:
     delivery = task.request.delivery_info or {}
-    trace("end", task_id=task_id, task=task.name, outcome=retval,
-          queue=delivery.get("routing_key"))
+    return {"outcome": retval, "queue": delivery.get("routing_key")}
+
+
+trace_celery_worker(_outcome_and_queue)
