@@ -8,7 +8,7 @@ restart the statistics can stay those of a drained queue while a backlog waits (
 the open-rows indexes empty and probes each candidate's aggregate through the claim
 index, reading every open row per candidate: draining 20,000 events behind 20,000 done
 rows read 5.6 million index entries in 7.3 s, against 0.6 s after an ANALYZE (numbers and
-commands: docs/claim-plans.md). An ANALYZE of a 1,000,000-row outbox takes about 0.2 s.
+commands: docs/design/claim-plans.md). An ANALYZE of a 1,000,000-row outbox takes about 0.2 s.
 
 :class:`StatisticsKeeper` is the policy the relay asks after each claim. It looks (one
 catalog read) only after a claim that handed out many rows or took long, and at most
