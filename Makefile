@@ -44,7 +44,7 @@ lint: $(INSTALLED)
 # The documentation site (mkdocs.yml, docs/): strict, so a broken link, a missing page or
 # a settings page that cannot be generated fails the build.
 docs: $(INSTALLED)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # .venv has the spark extra: there a missing pyspark fails the Spark tests instead of
 # skipping them (tests/conftest.py, require_pyspark).

@@ -1,11 +1,16 @@
 """The documentation keeps up with the code: every check id and every exit code a command
-can end with is explained on the troubleshooting page, and the settings page is generated
-from the settings table (mkdocs builds it with ``make docs``)."""
+can end with is explained on the troubleshooting page, the settings page is generated
+from the settings table (mkdocs builds it with ``make docs``), and ``make docs`` fails on
+a link to a missing page or anchor."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +83,33 @@ def test_the_settings_page_is_generated_with_every_key() -> None:
     for setting in SETTINGS:
         assert f"### `{setting.key}`" in rendered
         assert all(check_id in rendered for check_id in setting.check_ids)
+
+
+#: What ``make docs`` reads besides docs/: linked, not copied, so only the pages change.
+DOCS_INPUTS = ("Makefile", "pyproject.toml", "mkdocs.yml", "CHANGELOG.md", "eventferry_django",
+               "tests")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
+                    reason="mkdocs is not installed (the docs extra)")
+@pytest.mark.parametrize("link", ["[gone](no-such-page.md)",
+                                  "[gone](relay.md#no-such-section)"],
+                         ids=["page", "anchor"])
+def test_make_docs_fails_on_a_broken_link(tmp_path: Path, link: str) -> None:
+    """``make docs`` itself, on a copy of the pages with one broken link added: a flag that
+    drops warnings before ``--strict`` counts them (``--quiet`` did) would let it pass."""
+    for name in DOCS_INPUTS:
+        (tmp_path / name).symlink_to(ROOT / name)
+    # The Makefile's .venv: this interpreter's, already installed.
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    built = subprocess.run(["make", "-s", "docs"], cwd=tmp_path, capture_output=True,
+                           text=True, env={**os.environ, "PYTHON": sys.executable})
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    index = tmp_path / "docs" / "index.md"
+    index.write_text(index.read_text(encoding="utf-8") + f"\nSee {link}.\n", encoding="utf-8")
+    broken = subprocess.run(["make", "-s", "docs"], cwd=tmp_path, capture_output=True,
+                            text=True, env={**os.environ, "PYTHON": sys.executable})
+    assert broken.returncode != 0
+    assert link.split("(")[1].rstrip(")") in broken.stdout + broken.stderr
