@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .conf import orm_db_table
 from .contract import OPEN, StatusCode, bucket_of
+from .json_text import JsonTextField
 from .store import DIALECTS
 
 
@@ -208,19 +209,20 @@ class TaskResultRecord(models.Model):
     priority = models.IntegerField(_("priority"), default=0)
     status = models.CharField(_("status"), max_length=64, choices=TaskResultStatus.choices,
                               default=TaskResultStatus.READY)
+    # The JSON columns are JsonTextFields, not JSONFields: see eventferry_django.json_text.
     # {"args": [...], "kwargs": {...}}
-    arguments = models.JSONField(_("arguments"))
+    arguments = JsonTextField(_("arguments"))
     run_after = models.DateTimeField(_("run after"), null=True, blank=True)
     enqueued_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     last_attempted_at = models.DateTimeField(_("last attempted at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     attempts = models.IntegerField(_("attempts"), default=0)
-    worker_ids = models.JSONField(_("worker ids"), null=True, blank=True)
+    worker_ids = JsonTextField(_("worker ids"), null=True, blank=True)
     # {"value": ...}: SQL Server's ISJSON check stores documents only.
-    return_value = models.JSONField(_("return value"), null=True, blank=True)
+    return_value = JsonTextField(_("return value"), null=True, blank=True)
     # [{"exception_class_path": ..., "traceback": ...}, ...]
-    errors = models.JSONField(_("errors"), null=True, blank=True)
+    errors = JsonTextField(_("errors"), null=True, blank=True)
 
     objects = TaskResultQuerySet.as_manager()
 
