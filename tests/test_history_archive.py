@@ -139,6 +139,7 @@ def test_crash_after_the_write_before_the_manifest_leaves_nothing_visible(
     assert OutboxEvent.objects.count() == 600
 
 
+@pytest.mark.slow  # SIGKILLs a JVM of its own mid-run
 def test_a_run_killed_before_its_manifest_is_invisible_and_the_next_run_takes_over(
         spark: Any, tmp_path: Path) -> None:
     """The same crash as above, for real: a process killed with SIGKILL, its lock left."""

@@ -103,6 +103,7 @@ def pending_run(root: Path) -> tuple[str, list[str]]:
     return pending.stem, json.loads(pending.read_text())["files"]
 
 
+@pytest.mark.slow  # SIGKILLs a JVM of its own mid-run
 def test_runs_killed_just_before_and_just_after_their_delta_commit_append_exactly_once(
         spark: Any, tmp_path: Path) -> None:
     """SIGKILL of a real archive process just before delta-rs commits its files, then of

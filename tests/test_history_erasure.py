@@ -137,6 +137,7 @@ def test_erasure_leaves_no_byte_of_the_aggregate_in_the_archive(
     assert "1 erasure" in (report / "index.html").read_text()
 
 
+@pytest.mark.slow  # SIGKILLs a JVM of its own mid-run
 @pytest.mark.parametrize("fmt", ["delta", "parquet"])
 def test_an_erasure_killed_halfway_is_finished_by_the_next(
         spark: Any, uncompressed: None, tmp_path: Path, fmt: str) -> None:
