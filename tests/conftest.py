@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,38 @@ from tests.engine_gaps import (
     skip_if_gap,
     temp_namespace_first,
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with ``--dist loadgroup`` (scripts/legs.py), the tests that use
+    the shared SparkSession go to one worker: one JVM per leg, not one per worker."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None,
+                                 django_db_blocker: Any) -> None:
+    """Under pytest-xdist each worker has a test database of its own on every vendor
+    (pytest-django suffixes the names in tests/settings.py with the worker's id). SQL
+    Server's is kept between runs and created here if missing, one worker at a time: the
+    T-SQL endpoint fails a CREATE DATABASE that runs beside another."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"] == "mssql":
+        with open(Path(tempfile.gettempdir()) / "eventferry-mssql-create.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with django_db_blocker.unblock():
+                create_kept_test_database(connections["default"])
+
+
+def create_kept_test_database(connection: BaseDatabaseWrapper) -> None:
+    name = connection.settings_dict["TEST"]["NAME"]
+    with connection.creation._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sys.databases WHERE name = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
 
 
 @pytest.fixture(scope="session")

@@ -100,16 +100,16 @@ def test_make_docs_fails_on_a_broken_link(tmp_path: Path, link: str) -> None:
     drops warnings before ``--strict`` counts them (``--quiet`` did) would let it pass."""
     for name in DOCS_INPUTS:
         (tmp_path / name).symlink_to(ROOT / name)
-    # The Makefile's .venv: this interpreter's, already installed.
+    # The Makefile's .venv: this interpreter's, already installed (-o: never remade here).
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
-    built = subprocess.run(["make", "-s", "docs"], cwd=tmp_path, capture_output=True,
+    built = subprocess.run(["make", "-s", "-o", ".venv/.installed", "docs"], cwd=tmp_path, capture_output=True,
                            text=True, env={**os.environ, "PYTHON": sys.executable})
     assert built.returncode == 0, built.stdout + built.stderr
 
     index = tmp_path / "docs" / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + f"\nSee {link}.\n", encoding="utf-8")
-    broken = subprocess.run(["make", "-s", "docs"], cwd=tmp_path, capture_output=True,
+    broken = subprocess.run(["make", "-s", "-o", ".venv/.installed", "docs"], cwd=tmp_path, capture_output=True,
                             text=True, env={**os.environ, "PYTHON": sys.executable})
     assert broken.returncode != 0
     assert link.split("(")[1].rstrip(")") in broken.stdout + broken.stderr
