@@ -284,7 +284,10 @@ def leg_jobs(leg: Leg, mssql_url: str | None) -> list[Job]:
     python = str(ROOT / leg.venv / "bin" / "python")
     env = {**leg.env, "EVENTFERRY_TEST_DB": leg.database}
     if mssql_url:
-        env["EVENTFERRY_MSSQL_URL"] = mssql_url
+        # SQL Server's test databases are kept (one per worker): each leg has its own, so
+        # the two drivers' legs can run side by side.
+        env.update(EVENTFERRY_MSSQL_URL=mssql_url,
+                   EVENTFERRY_MSSQL_TEST_NAME=f"eventferry_test_{leg.name.replace('-', '_')}")
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15"]
     about = [python, "-c", ("import sys, django; print('Python', sys.version.split()[0] + "
                             f"', Django', django.get_version() + ', {leg.database}')")]
@@ -343,10 +346,11 @@ def plan(legs: Sequence[Leg], mssql_url: str | None, *, checks: bool) -> list[Jo
         if leg.database == "mssql" and not mssql_url:
             continue
         jobs += leg_jobs(leg, mssql_url)
-    # Start the longest first: the legs of .venv, the virtualenvs of the others, the short
-    # jobs, the other legs as listed, then what runs alone.
-    return sorted(jobs, key=lambda j: (j.alone, bool(j.needs), j.name.startswith("venv-"),
-                                       j.name in {"lint", "docs", "extras"}))
+    # The other legs' virtualenvs first (a few minutes, so those legs are ready when slots
+    # free up), then the longest first: the legs of .venv, the short jobs, the other legs
+    # as listed, and what runs alone last.
+    return sorted(jobs, key=lambda j: (j.alone, bool(j.needs), j.name in {"lint", "docs",
+                                                                         "extras"}))
 
 
 def table(jobs: Sequence[Job]) -> str:
