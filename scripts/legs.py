@@ -12,7 +12,8 @@ at a time. Besides the legs there are lint, the docs build and the extras check.
 
 The suite waits more than it computes (relays, workers and brokers started as real
 processes), so more runs than cores go at once: ``--slots`` is how many pytest workers
-and other jobs run together (default 16 on this 2-core machine). Each job's output goes
+and other jobs run together (default 10 on this 2-core machine: more only slows each
+test down, and tests that wait for a relay or a browser start to time out). Each job's output goes
 to ``build/legs/<job>.log``; a failed job's log is printed whole at the end.
 
 Standard library only: it runs before any virtualenv exists.
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("legs", nargs="*", help="legs to run (default: all, with the checks)")
     parser.add_argument("--list", action="store_true", help="list the legs and exit")
-    parser.add_argument("--slots", type=int, default=int(os.environ.get("LEG_SLOTS", "16")),
+    parser.add_argument("--slots", type=int, default=int(os.environ.get("LEG_SLOTS", "10")),
                         help="pytest workers and jobs that run at once (LEG_SLOTS)")
     args = parser.parse_args(argv)
     if args.list:

@@ -97,6 +97,17 @@ def vendor() -> str:
 
 
 @pytest.fixture
+def empty_relay_registry(transactional_db: None) -> None:
+    """The relay registry is no model, so no flush empties it: relays of the worker's
+    earlier tests (killed, or left by a test that failed) may still be checked in."""
+    from eventferry_django.store.outbox import OutboxStore
+
+    table = OutboxStore().dialect.name.relay_registry.quoted(connections["default"].vendor)
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table}")
+
+
+@pytest.fixture
 def second_connection(transactional_db: None) -> Iterator[BaseDatabaseWrapper]:
     """A separate, real connection to the test database, as another process would have."""
     other = connections.create_connection("default")

@@ -83,5 +83,9 @@ def test_archive_report_and_replay_run_on_a_standalone_cluster(
     assert len(executors) >= 3, executors
     # Spark serves a symlinked jar (Debian's sqlite-jdbc.jar) under its target's name.
     jar = Path(jdbc_jars(get_settings().spark, outbox_source())[0]).resolve().name
-    assert all((e / jar).is_file() for e in executors), [sorted(e.iterdir()) for e in executors]
+    # (An application whose executor was lost, on a loaded machine, has a second one that
+    # may have had no task to fetch the jar for: each application needs the jar once.)
+    for application in {e.parent for e in executors}:
+        assert any((e / jar).is_file() for e in executors if e.parent == application), \
+            [sorted(e.iterdir()) for e in executors if e.parent == application]
     assert any("Finished task" in (e / "stderr").read_text() for e in executors)

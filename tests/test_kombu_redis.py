@@ -71,8 +71,9 @@ def raw_messages(url: str, queue: str) -> list[dict[str, Any]]:
         client.close()
 
 
-def consume(queue: BoundQueue, count: int, timeout: float = 20) -> list[Any]:
-    """``count`` messages read by a kombu Consumer (BRPOP), in the order delivered."""
+def consume(queue: BoundQueue, count: int, idle: float = 10) -> list[Any]:
+    """``count`` messages read by a kombu Consumer (BRPOP), in the order delivered; fails
+    once none has come for ``idle`` seconds (a loaded machine reads slowly, not never)."""
     received: list[Any] = []
 
     def on_message(body: Any, got: Any) -> None:
@@ -82,12 +83,15 @@ def consume(queue: BoundQueue, count: int, timeout: float = 20) -> list[Any]:
     connection = queue.connection
     with kombu.Consumer(connection.channel(), [queue.queue], callbacks=[on_message],
                         accept=["application/json"]):
-        deadline = time.monotonic() + timeout
-        while len(received) < count and time.monotonic() < deadline:
+        last = time.monotonic()
+        while len(received) < count and time.monotonic() - last < idle:
+            before = len(received)
             try:
                 connection.drain_events(timeout=1)
             except TimeoutError:
                 continue
+            if len(received) > before:
+                last = time.monotonic()
     assert len(received) == count, f"{len(received)} of {count} arrived"
     return received
 

@@ -20,7 +20,8 @@ from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.outbox import OutboxStore
 from eventferry_django.store.registry import RelayRegistry
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("empty_relay_registry")]
 
 
 @pytest.fixture(autouse=True)

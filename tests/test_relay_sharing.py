@@ -94,11 +94,7 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    # The registry is no model, so no flush empties it: a relay another test killed may
-    # still be in it (until it is forgotten), and would count as checked in.
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {registry_table()}")
+def fleet(tmp_path: Path, empty_relay_registry: None) -> Iterator[Fleet]:
     relays = Fleet(tmp_path)
     try:
         yield relays
