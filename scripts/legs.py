@@ -195,8 +195,9 @@ def run_job(job: Job) -> None:
 
 
 def schedule(jobs: list[Job], slots: int) -> None:
-    """Start jobs in order as their needs pass and slots free up; a job whose need failed
-    is not run."""
+    """Start jobs in order as their needs pass and slots free up (in order: a ready job
+    waits for the slots it needs before any after it starts); a job whose need failed is
+    not run."""
     lock = threading.Condition()
     threads: list[threading.Thread] = []
 
@@ -226,14 +227,17 @@ def schedule(jobs: list[Job], slots: int) -> None:
                 if any(j.status != "passed" for j in needs) or any(
                         j.status in ("waiting", "running") for j in jobs if j.name in job.after):
                     continue
-                # A job bigger than the machine still runs, alone.
+                # A job bigger than the machine still runs, alone. One that is ready but
+                # does not fit yet keeps later ones from starting: small jobs filling each
+                # freed slot would start a long leg last.
                 fits = job.slots <= free() or free() == slots
-                if (job.alone and free() == slots) or (not job.alone and fits):
-                    job.status = "running"
-                    print(f"[{clock()}] start  {job.name}", flush=True)
-                    thread = threading.Thread(target=body, args=(job,))
-                    threads.append(thread)
-                    thread.start()
+                if not ((job.alone and free() == slots) or (not job.alone and fits)):
+                    break
+                job.status = "running"
+                print(f"[{clock()}] start  {job.name}", flush=True)
+                thread = threading.Thread(target=body, args=(job,))
+                threads.append(thread)
+                thread.start()
             lock.wait(timeout=5)
     for thread in threads:
         thread.join()
