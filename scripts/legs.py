@@ -12,7 +12,7 @@ at a time. Besides the legs there are lint, the docs build and the extras check.
 
 The suite waits more than it computes (relays, workers and brokers started as real
 processes), so more runs than cores go at once: ``--slots`` is how many pytest workers
-and other jobs run together (default 10 on this 2-core machine: more only slows each
+and other jobs run together (default 8 on this 2-core machine: more only slows each
 test down, and tests that wait for a relay or a browser start to time out). Each job's output goes
 to ``build/legs/<job>.log``; a failed job's log is printed whole at the end.
 
@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("legs", nargs="*", help="legs to run (default: all, with the checks)")
     parser.add_argument("--list", action="store_true", help="list the legs and exit")
-    parser.add_argument("--slots", type=int, default=int(os.environ.get("LEG_SLOTS", "10")),
+    parser.add_argument("--slots", type=int, default=int(os.environ.get("LEG_SLOTS", "8")),
                         help="pytest workers and jobs that run at once (LEG_SLOTS)")
     args = parser.parse_args(argv)
     if args.list:

@@ -27,7 +27,12 @@ from eventferry_django.store.outbox import OutboxStore
 from .engine_gaps import babelfish_gap
 from .relay_process import start_relay, wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    # Real leases of a second or two: on a loaded machine they run out under a test that
+    # expects them renewed, or are renewed late.
+    pytest.mark.serial("its leases last a second or two and run out on a loaded machine"),
+]
 
 FILE_PUBLISHER = "tests.process_publishers.FilePublisher"
 

@@ -322,6 +322,7 @@ def test_the_planner_asks_for_no_more_than_max_events_leaves() -> None:
     assert planner.next_claim(claimed=230, in_flight=20) is None
 
 
+@pytest.mark.serial("interrupts the relay half a second after its first claim, when its first batch must be out")
 @babelfish_gap("slow-start-up", "the first claim on the connection takes seconds there, so the interrupt lands inside it, before any batch is out")
 def test_interrupted_it_hands_back_what_is_in_flight_and_sends_nothing_more() -> None:
     release = threading.Event()

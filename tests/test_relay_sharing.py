@@ -166,6 +166,7 @@ def test_every_relay_publishes_a_fair_share_in_order(fleet: Fleet, relays: int) 
     assert checked_in() == 0  # each left the registry on its way out
 
 
+@pytest.mark.serial("times the takeover against CLAIM_TIMEOUT + 1 s")
 @SHARING
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
 def test_a_killed_relays_aggregates_move_to_the_others_within_the_claim_timeout(

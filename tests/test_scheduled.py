@@ -193,6 +193,7 @@ def test_the_claim_takes_a_scheduled_event_once_the_database_clock_passes_its_ti
     assert claim() == [scheduled, behind]
 
 
+@pytest.mark.serial("times arrivals to within a second of their commit or due time")
 @babelfish_gap("slow-start-up", SLOW_START)
 def test_a_scheduled_event_arrives_no_earlier_than_its_time_and_promptly_after() -> None:
     arrivals = Arrivals()
@@ -228,6 +229,7 @@ def test_a_scheduled_event_holds_back_the_later_events_of_its_aggregate() -> Non
     assert arrivals.at[behind] >= arrivals.at[scheduled]
 
 
+@pytest.mark.serial("the event behind it must arrive within a second of its commit")
 @babelfish_gap("slow-start-up", SLOW_START)
 def test_under_an_aggregate_key_of_its_own_a_scheduled_event_holds_nothing_back() -> None:
     """The opt-out: the scheduled event is its own aggregate; the partition key keeps it
