@@ -329,9 +329,12 @@ def test_metrics_listen_on_loopback_unless_told_otherwise(tmp_path: Path) -> Non
                     "127.0.0.2", log=tmp_path / "b.log"),
     ]
     try:
-        assert metric(scrape(default_port), "eventferry_status_up", database="default") == 1
-        assert metric(scrape(chosen_port, host="127.0.0.2"), "eventferry_status_up",
-                      database="default") == 1
+        # The server answers before the relay's first look at the outbox, and the status
+        # is there from that look on.
+        for host, port in (("127.0.0.1", default_port), ("127.0.0.2", chosen_port)):
+            wait_until(lambda host=host, port=port: metric(
+                scrape(port, host=host), "eventferry_status_up", database="default") == 1,
+                timeout=30, what=f"eventferry_status_up on {host}:{port}")
         for host, port in (("127.0.0.2", default_port), ("127.0.0.1", chosen_port)):
             with pytest.raises(ConnectionRefusedError):
                 socket.create_connection((host, port), timeout=5).close()
