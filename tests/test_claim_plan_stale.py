@@ -220,6 +220,8 @@ def indexes_used(plan: Any) -> set[str]:
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.serial("compares the server's index-read counters of two plans; two legs "
+                    "running it at once on one server read 8x apart, not 10x")
 def test_postgresql_claim_stays_bounded_once_the_keeper_sees_stale_statistics(
         stale_outbox: str) -> None:
     dialect = OutboxStore().dialect
