@@ -56,7 +56,8 @@ def create_kept_test_database(connection: BaseDatabaseWrapper) -> None:
 
 @pytest.fixture(scope="session")
 def django_db_keepdb(request: pytest.FixtureRequest) -> bool:
-    """SQL Server keeps its one test database (see tests/settings.py); others as asked."""
+    """SQL Server keeps its test databases (one per leg and worker; see tests/settings.py
+    and django_db_modify_db_settings); others as asked."""
     from django.conf import settings
 
     if settings.DATABASES["default"]["ENGINE"] == "mssql":
