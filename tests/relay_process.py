@@ -26,6 +26,8 @@ def relay_env(eventferry: dict[str, Any], db_port: int | None = None) -> dict[st
         DJANGO_SETTINGS_MODULE="tests.settings",
         EVENTFERRY_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
         EVENTFERRY_TEST_SETTINGS=json.dumps(eventferry),
+        # A relay that hangs is sent SIGABRT, and says where each of its threads was.
+        PYTHONFAULTHANDLER="1",
     )
     if db_port is not None:
         env.update(through_port(db_port))

@@ -261,6 +261,36 @@ def test_stop_finishes_the_batch_in_hand() -> None:
     assert connection.vendor  # the database is still usable afterwards
 
 
+def test_a_signal_landing_while_the_relay_holds_its_wakers_lock_still_stops_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A signal handler runs on the relay's thread between two bytecodes, maybe inside
+    its waker's ``Event.clear()``, whose lock is not reentrant: a handler that woke the
+    waker waited for that lock forever (a relay of the CI's sqlite leg never stopped)."""
+    r = relay(until_empty=False)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    lock = r.waker._event._cond  # what Event.clear() holds
+    r.install_signal_handlers()
+    try:
+        lock.acquire()
+        rescue = threading.Timer(10, lock.release)  # frees a handler stuck on it
+        rescue.start()
+        started = time.monotonic()
+        signal.raise_signal(signal.SIGTERM)  # handled here, on this thread, lock held
+        waited = time.monotonic() - started
+        rescue.cancel()
+        rescue.join()
+        if waited < 10:
+            lock.release()
+        assert waited < 10, "the handler waited for the waker's lock"
+        with caplog.at_level("INFO", logger="eventferry_django.relay"):
+            stats = r.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert stats.passes == 0
+    assert "SIGTERM: finishing the batches in flight, then stopping" in caplog.text
+
+
 def test_a_relay_with_a_share_helps_when_its_buckets_run_dry_while_help_finds_rows() -> None:
     planner = ClaimPlanner(batch_size=500, max_chain=100, lease_timeout=60)
     own = (1, 2, 3)

@@ -110,6 +110,8 @@ class Relays:
             try:
                 code = process.wait(timeout)
             except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGABRT)  # its threads' stacks, into its log
+                process.wait(10)
                 raise AssertionError(f"relay {relay_id} still running {timeout} s after "
                                      f"SIGTERM:\n{self.text(relay_id)}") from None
             assert code == 0, self.text(relay_id)

@@ -90,11 +90,21 @@ class Relay:
                                   max_attempts=config.max_attempts,
                                   hand_back=self.settler.hand_back)
         self._stopping = False
+        #: The name of the signal that asked the relay to stop; None until one comes.
+        self._signalled: str | None = None
         self._announced = False
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> RelayStats:
         """Pass after pass until stopped, ``--once``, ``--until-empty`` or ``--max-events``."""
+        try:
+            return self._run()
+        except SystemExit:
+            logger.warning("second %s: exited at once, handing the batches in flight back "
+                           "(or leaving them to their leases)", self._signalled)
+            raise
+
+    def _run(self) -> RelayStats:
         # A relay that exits when idle never sleeps long enough to need waking.
         may_idle = not (self.config.once or self.config.until_empty)
         if may_idle:
@@ -130,6 +140,9 @@ class Relay:
                     idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
                 else:
                     idle_sleep = MIN_IDLE_SLEEP
+            if self._signalled is not None:
+                logger.info("%s: finishing the batches in flight, then stopping (send it "
+                            "again to exit at once)", self._signalled)
             interrupted = False
         finally:
             # The threads stop however the wind-down ends (a second signal can cut it
@@ -251,15 +264,19 @@ class Relay:
         self.waker.wake()
 
     def install_signal_handlers(self) -> None:
-        """First SIGTERM/SIGINT: finish the batch and stop. Second: exit at once."""
+        """First SIGTERM/SIGINT: finish the batches in flight and stop, within a poll
+        interval when idle. Second: exit at once.
+
+        The handler runs on the relay's thread between two of its bytecodes, perhaps
+        while that thread holds a lock that is not reentrant (its waker's, inside
+        ``Event.clear``): taking one there would wait forever. So it only sets flags; the
+        loop says what it does when it next looks."""
 
         def handle(signum: int, frame: FrameType | None) -> None:
-            if self._stopping:
-                logger.warning("second %s: exiting now", signal.Signals(signum).name)
+            if self._signalled is not None:
                 raise SystemExit(128 + signum)
-            logger.info("%s: finishing the current batch, then stopping "
-                        "(send it again to exit at once)", signal.Signals(signum).name)
-            self.stop()
+            self._signalled = signal.Signals(signum).name
+            self._stopping = True
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
