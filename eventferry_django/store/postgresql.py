@@ -17,21 +17,12 @@ from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inserts import InsertSql
 from .ops import SqlOps
+from .postgresql_prepared import execute_prepared
 from .purge import PurgeSql
 from .schema import SchemaSql
 from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
 from .statistics_sql import StatisticsSql
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
-
-try:
-    import psycopg
-except ImportError:  # psycopg2: statements are planned each time
-    psycopg = None  # type: ignore[assignment]
-
-
-#: psycopg ``prepare_threshold`` under which only statements executed with
-#: ``prepare=True`` are prepared.
-NEVER_BY_COUNT = 2**31 - 1
 
 
 class PostgresqlClosedRows(ClosedRowsSql):
@@ -229,26 +220,9 @@ class PostgresqlOps(SqlOps):
         return f"{self.quote('id')} = ANY(%s)", [list(ids)]
 
     def execute_often(self, cursor: Any, sql: str, params: Sequence[Any]) -> Any:
-        # Planning the claim costs about as much as running it, every pass. psycopg 3
-        # can keep it prepared, but only on a server-side-binding cursor, and Django's
-        # cursors bind client-side; so the relay's hot statements use one of those on the
-        # same connection. PgBouncer before 1.21 in transaction mode cannot follow
-        # prepared statements: setting OPTIONS["prepare_threshold"] = None turns this off.
-        connection = getattr(getattr(cursor, "cursor", None), "connection", None)
-        options = getattr(getattr(cursor, "db", None), "settings_dict", {}).get("OPTIONS", {})
-        opted_out = "prepare_threshold" in options and options["prepare_threshold"] is None
-        if opted_out or psycopg is None or not isinstance(connection, psycopg.Connection):
-            return super().execute_often(cursor, sql, params)
-        if connection.prepare_threshold is None:
-            # Django leaves psycopg's threshold at None unless OPTIONS set one, and None
-            # also disables prepare=True. A threshold no statement reaches lets these be
-            # prepared on request while every other statement stays as Django runs it.
-            connection.prepare_threshold = NEVER_BY_COUNT
-        prepared = psycopg.Cursor(connection)
-        # Django's own error classes, as from any cursor, so callers need not know.
-        with cursor.db.wrap_database_errors:
-            prepared.execute(sql, params, prepare=True)
-        return prepared
+        # Prepared where psycopg 3 and the connection allow (see postgresql_prepared).
+        prepared = execute_prepared(cursor, sql, params)
+        return super().execute_often(cursor, sql, params) if prepared is None else prepared
 
     def is_transient(self, exc: BaseException) -> bool:
         # deadlock_detected, serialization_failure, lock_not_available
