@@ -129,10 +129,10 @@ def test_a_fill_reads_the_rows_without_a_bucket_and_seeks_each_aggregate(
 ) -> None:
     """Rows written without a bucket get theirs (store/bucket_fill.py): the
     fill's read walks the bucket index's NULL range in id order, and each UPDATE seeks
-    one aggregate's open rows, never its done history."""
+    its aggregates' open rows, never their done history."""
     dialect = OutboxStore().dialect
     unbucketed = explain(*dialect.bucket_fill.unbucketed_sql())
     assert unbucketed[0]["key"] == dialect.name.bucket_index, unbucketed
     assert "filesort" not in str(unbucketed[0]["extra"]).lower(), unbucketed
-    fill = explain(*dialect.bucket_fill.fill_sql("7", 214))
+    fill = explain(*dialect.bucket_fill.fill_sql([("7", 214), ("8", 3)]))
     assert fill[0]["key"] == dialect.name.aggregate_index, fill

@@ -188,7 +188,8 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "purge": lambda c: dialect.purge.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.inserts.insert_sql(2), []),
         "unbucketed": lambda c: c.execute(*dialect.bucket_fill.unbucketed_sql()),
-        "fill_bucket": lambda c: c.execute(*dialect.bucket_fill.fill_sql("agg-7", 214)),
+        "fill_bucket": lambda c: c.execute(*dialect.bucket_fill.fill_sql([("agg-7", 214),
+                                                                          ("agg-9", 3)])),
     }
 
 

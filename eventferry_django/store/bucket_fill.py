@@ -9,16 +9,21 @@ share of the buckets therefore give such rows their bucket, computed in Python a
 same on every vendor.
 
 Each fill reads the oldest fresh rows without a bucket (the bucket index's NULL range: one
-seek, which finds nothing once there are none) and, for each aggregate among them, sets
-the bucket of all the aggregate's fresh rows in one UPDATE, through the open-rows index:
-one statement an aggregate, however deep its backlog. Only fresh rows: a claimed row is
-about to be settled, and a retry is anyone's anyway. Each UPDATE locks the aggregate's
-rows in id order, as a claim does, so the two (or two relays' fills) wait for each other
-rather than deadlock, and a fill that waited finds the rows filled and changes nothing.
+seek, which finds nothing once there are none) and sets the bucket of all fresh rows of
+the aggregates among them, :data:`AGGREGATES_PER_FILL` aggregates to an UPDATE that
+seeks each through the open-rows index, however deep its backlog, and commits on its
+own. Until a fill ends, the rows it has not reached are anyone's, so it must be quick: a
+statement an aggregate took 1.4 s for 1,000 aggregates on MariaDB, time enough for the
+relay that started first to claim the chains of a share of the other's aggregates (a
+sharing test's 2:1 split). Only fresh rows: a claimed row is about to be settled, and a
+retry is anyone's anyway. Each UPDATE locks its aggregates' rows, as a claim does, so a
+claim skips them and two relays' fills wait for each other; a fill that waited finds
+the rows filled and changes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .sql import Fragment, compose, param
@@ -29,6 +34,10 @@ if TYPE_CHECKING:
 
 #: The fresh rows without a bucket that one fill reads.
 FILL_WINDOW = 1000
+#: Aggregates one UPDATE of a fill gives their bucket. Each binds three values (its
+#: bucket's ``WHEN``, ``THEN`` and its place in the ``IN`` list): 300 a statement, under
+#: SQLite's smallest limit of 999 bound values (before 3.32) and SQL Server's 2,100.
+AGGREGATES_PER_FILL = 100
 
 
 class BucketFillSql:
@@ -46,12 +55,21 @@ class BucketFillSql:
         bucket."""
         return self.claim.window_sql(("IS NULL", []), param(FILL_WINDOW))
 
-    def fill_sql(self, aggregate: str, bucket: int) -> Fragment:
-        """``aggregate``'s fresh rows without a bucket get ``bucket``. The open statuses
-        are the open-rows index's own condition, named so that every planner takes it."""
+    def fill_sql(self, buckets: Sequence[tuple[str, int]]) -> Fragment:
+        """The fresh rows without a bucket of each (aggregate, bucket) of ``buckets``
+        (at most :data:`AGGREGATES_PER_FILL`) get that bucket. The open statuses are the
+        open-rows index's own condition, named so that every planner takes it."""
+        if not 0 < len(buckets) <= AGGREGATES_PER_FILL:
+            raise ValueError(f"a fill statement takes 1 to {AGGREGATES_PER_FILL} "
+                             f"aggregates, got {len(buckets)}")
         q = self.ops.quote
+        cases = [compose("WHEN {} THEN {}", param(aggregate), param(bucket))
+                 for aggregate, bucket in buckets]
+        aggregates: Fragment = (", ".join(["%s"] * len(buckets)),
+                                [aggregate for aggregate, _ in buckets])
         return compose(
-            f"UPDATE {self.ops.table} SET {q('bucket')} = {{}} "
-            f"WHERE {q('aggregate_id')} = {{}} AND {q('status')} IN {OPEN_STATUSES_SQL} "
+            f"UPDATE {self.ops.table} SET {q('bucket')} = CASE {q('aggregate_id')} "
+            f"{' '.join(['{}'] * len(cases))} END "
+            f"WHERE {q('aggregate_id')} IN ({{}}) AND {q('status')} IN {OPEN_STATUSES_SQL} "
             f"AND {{}} AND {q('bucket')} IS NULL",
-            param(bucket), param(aggregate), self.claim.fresh_sql(""))
+            *cases, aggregates, self.claim.fresh_sql(""))

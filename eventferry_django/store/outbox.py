@@ -15,6 +15,7 @@ from ..contract import CLOSED, DONE, MAX_BATCH, bucket_of
 from ..exceptions import EventferryError
 from ..publishers.base import OutboundMessage
 from .bound import BoundStore
+from .bucket_fill import AGGREGATES_PER_FILL
 from .claim import ClaimRequest
 from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
 from .sql import Fragment
@@ -95,8 +96,9 @@ class OutboxStore(BoundStore):
 
     def fill_buckets(self) -> int:
         """Give the fresh rows without a bucket theirs (see :mod:`.bucket_fill`), the
-        oldest :data:`~.bucket_fill.FILL_WINDOW` rows' aggregates, each aggregate in a
-        transaction of its own; returns how many aggregates it filled (0: none left)."""
+        oldest :data:`~.bucket_fill.FILL_WINDOW` rows' aggregates,
+        :data:`~.bucket_fill.AGGREGATES_PER_FILL` aggregates to a statement, each
+        committed on its own; returns how many aggregates it filled (0: none left)."""
         fill = self.dialect.bucket_fill
 
         def unbucketed(cursor: Any) -> list[tuple[Any, ...]]:
@@ -107,8 +109,9 @@ class OutboxStore(BoundStore):
             return lambda cursor: cursor.execute(*sql)
 
         aggregates = sorted({aggregate for _, aggregate in self._run(unbucketed, atomic=False)})
-        for aggregate in aggregates:
-            self._run(filler(fill.fill_sql(aggregate, bucket_of(aggregate))), atomic=False)
+        for start in range(0, len(aggregates), AGGREGATES_PER_FILL):
+            part = aggregates[start:start + AGGREGATES_PER_FILL]
+            self._run(filler(fill.fill_sql([(a, bucket_of(a)) for a in part])), atomic=False)
         return len(aggregates)
 
     @staticmethod

@@ -25,8 +25,8 @@ SELECT TOP (%s) f.[id], f.[aggregate_id]
                 WHERE f.[bucket] IS NULL AND f.[status] = 0 AND f.[next_retry_at] IS NULL
                 ORDER BY f.[id];
 
--- fill_bucket [214, 'agg-7']
-UPDATE [messaging].[outbox] SET [bucket] = %s WHERE [aggregate_id] = %s AND [status] IN (0, 1, 3) AND [status] = 0 AND [next_retry_at] IS NULL AND [bucket] IS NULL;
+-- fill_bucket ['agg-7', 214, 'agg-9', 3, 'agg-7', 'agg-9']
+UPDATE [messaging].[outbox] SET [bucket] = CASE [aggregate_id] WHEN %s THEN %s WHEN %s THEN %s END WHERE [aggregate_id] IN (%s, %s) AND [status] IN (0, 1, 3) AND [status] = 0 AND [next_retry_at] IS NULL AND [bucket] IS NULL;
 
 -- stored_message_ids ['m-1', 'm-2']
 SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);

@@ -25,6 +25,6 @@ WITH inserted AS (INSERT INTO "outbox" ("message_id", "topic", "aggregate_type",
 -- unbucketed [1000]
 SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %s;
 
--- fill_bucket [214, 'agg-7']
-UPDATE "outbox" SET "bucket" = %s WHERE "aggregate_id" = %s AND "status" IN (0, 1, 3) AND "status" = 0 AND "next_retry_at" IS NULL AND "bucket" IS NULL;
+-- fill_bucket ['agg-7', 214, 'agg-9', 3, 'agg-7', 'agg-9']
+UPDATE "outbox" SET "bucket" = CASE "aggregate_id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "aggregate_id" IN (%s, %s) AND "status" IN (0, 1, 3) AND "status" = 0 AND "next_retry_at" IS NULL AND "bucket" IS NULL;
 
