@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test docs test-mssql test-tds test-versions test-extras lint services browsers extras-libraries spark benchmark clean
+.PHONY: demo test docs test-mssql test-tds test-versions test-extras lint services browsers pgbouncer extras-libraries spark benchmark clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,22 @@ services:
 browsers:
 	scripts/ensure-chromium.sh
 
+pgbouncer:
+	scripts/ensure-pgbouncer.sh
+
 extras-libraries:
 	scripts/ensure-extras-libraries.sh
 
 spark:
 	scripts/ensure-spark.sh
+
+# The classes a Spark job loads, archived for the suite's JVMs to map (each starts on about
+# half the CPU; see the script). Optional: the tests run without it, only slower.
+SPARK_CLASSES := $(VENV)/spark-classes.jsa
+$(SPARK_CLASSES): $(INSTALLED)
+	$(MAKE) -s spark
+	$(BIN)/python scripts/spark_class_archive.py $@ >$(VENV)/spark-classes.log 2>&1 || \
+	  echo "spark-classes: no archive (see $(VENV)/spark-classes.log); the Spark tests run without it"
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -68,7 +79,7 @@ test-versions:
 	$(PYTHON) scripts/legs.py $(VERSION_LEGS)
 
 # The inner loop: SQLite, the tests not marked slow, three workers.
-test-quick: $(INSTALLED) services
+test-quick: $(INSTALLED) services $(SPARK_CLASSES)
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest -q -p no:cacheprovider -n 3 -m 'not slow and not serial'
 	EVENTFERRY_TEST_DB=sqlite $(BIN)/pytest -q -p no:cacheprovider -m 'not slow and serial' || [ $$? = 5 ]
 

@@ -5,7 +5,8 @@ The test suite cannot see an extra that lacks a dependency: the ``dev`` extra br
 them all. Nor can it see a file the wheel leaves out: it runs from the working tree. So
 this script builds the sdist and, from the sdist, the wheel (``python -m build``, as a
 release does), checks both with ``twine check``, and installs that wheel, without
-``dev``, into a virtualenv of its own per extra, where ``manage.py check`` runs in a small
+``dev``, into a virtualenv of its own per extra (each extra's on top of the checked bare
+install's, so only what the extra adds is installed), where ``manage.py check`` runs in a small
 project (``scripts/extras_probe``) with a publisher or database that needs the extra. The
 bare install also migrates that project's fresh SQLite database, publishes an event and
 relays it in one pass (``probe_relay_pass``), as a new user's first steps would.
@@ -118,12 +119,23 @@ def collect_wheels(wheel: Path, extras: list[str], into: Path) -> bool:
     return True
 
 
-def check(extra: str, wheel: Path, wheels: Path, workdir: Path) -> tuple[bool, str]:
+def site_packages(venv: Path) -> Path:
+    return venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+
+
+def check(extra: str, wheel: Path, wheels: Path, workdir: Path,
+          bare: Path | None = None) -> tuple[bool, str]:
     """Install ``wheel`` with ``extra`` from ``wheels`` alone into a new virtualenv and
-    run its commands there, stopping at the first that fails."""
+    run its commands there, stopping at the first that fails. With ``bare`` (the checked
+    bare install's virtualenv), the new one sees its packages behind its own, as an
+    install on top of it: pip then adds only what the extra brings, which is what the
+    check is about, and skips unpacking Django again for each extra."""
     venv = workdir / f"venv-{extra or 'bare'}"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
+    if bare is not None:
+        # A .pth line is appended to sys.path: this venv's own packages come first.
+        (site_packages(venv) / "bare-install.pth").write_text(f"{site_packages(bare)}\n")
     # No .pyc files: compiling Django's every module is most of an install's CPU.
     installed = pip("install", "--quiet", "--no-compile", "--no-index", "--find-links",
                     str(wheels), f"{wheel}[{extra}]" if extra else str(wheel), python=python)
@@ -170,9 +182,12 @@ def main(names: list[str]) -> int:
             wheels = WHEELHOUSE
         print(f"extras: dependencies from {wheels} ({time.monotonic() - started:.1f}s)",
               flush=True)
+        bare: Path | None = None
         for extra in extras:
             began = time.monotonic()
-            ok, output = check(extra, wheel, wheels, Path(tmp))
+            ok, output = check(extra, wheel, wheels, Path(tmp), bare)
+            if ok and not extra:
+                bare = Path(tmp) / "venv-bare"
             label = f"[{extra}]" if extra else "(no extra)"
             print(f"extras: {label:<16} {'ok' if ok else 'FAILED'} "
                   f"({time.monotonic() - began:.1f}s)", flush=True)

@@ -8,7 +8,8 @@ and end with a table of each one's wall time and test count.
 A *leg* is one pytest run of the suite on one database with one Python and Django, in
 parallel within itself (pytest-xdist, a database per worker: tests/settings.py). Tests
 marked ``serial`` say why they must run alone and run after the rest of their leg, one
-at a time. Besides the legs there are lint, the docs build and the extras check.
+at a time, at the machine's normal CPU priority while everything else runs below it.
+Besides the legs there are lint, the docs build and the extras check.
 
 The suite waits more than it computes (relays, workers and brokers started as real
 processes), so more runs than cores go at once: ``--slots`` is how many pytest workers
@@ -110,12 +111,16 @@ def version_leg(version: str, database: str, *runs: Run, workers: int = 3) -> Le
                env={"EVENTFERRY_ADMIN_SCREENSHOT": f".venv-{version}/admin-dead-events.png"})
 
 
-#: Longest first: the scheduler starts them in this order.
+#: Longest first, but for the two-worker legs that fit beside the first two, one after the
+#: other (a leg that does not fit yet holds back those after it): the scheduler starts
+#: them in this order.
 LEGS: tuple[Leg, ...] = (
     Leg("postgres", "postgres", env=REQUIRE_SPARK, workers=3),
     Leg("mariadb", "mariadb", env=REQUIRE_SPARK, workers=3),
+    Leg("tds-mssql-python", "mssql", (Run(files=DRIVER_TESTS),), workers=2,
+        env={"EVENTFERRY_MSSQL_DRIVER": "mssql_python"}),
     Leg("tds-pyodbc", "mssql", (Run(files=tuple(
-        (ROOT / "tests" / "tds_ci.txt").read_text().split())),), workers=3),
+        (ROOT / "tests" / "tds_ci.txt").read_text().split())),), workers=2),
     Leg("sqlite", "sqlite", env=REQUIRE_SPARK, workers=3),
     version_leg("py312-django60", "postgres",
                 Run(markers=NOT_SLOW), Run(files=("tests/test_task_workers.py",))),
@@ -124,8 +129,6 @@ LEGS: tuple[Leg, ...] = (
     version_leg("py312-django60", "sqlite"),
     version_leg("py311-django42", "sqlite"),
     version_leg("py313-django52", "sqlite"),
-    Leg("tds-mssql-python", "mssql", (Run(files=DRIVER_TESTS),), workers=2,
-        env={"EVENTFERRY_MSSQL_DRIVER": "mssql_python"}),
     version_leg("py313-django60", "sqlite", Run(files=DJANGO_SMOKE), workers=2),
 )
 
@@ -142,8 +145,12 @@ class Job:
     needs: tuple[str, ...] = ()
     #: Jobs that must have ended first, whatever their result.
     after: tuple[str, ...] = ()
-    #: Runs with nothing else running, and nothing starts beside it.
-    alone: bool = False
+    #: A leg's serial phase: one at a time, and the only job at the normal CPU priority
+    #: (every other runs under ``nice``), so no load of the other legs starves the relays
+    #: its tests time. Two serial phases side by side at one priority starved each
+    #: other's relays: a joining relay's first publish came 30 s late. It takes no slot:
+    #: the slots share what CPU it leaves.
+    serial: bool = False
     #: pytest's exit 5 (no test selected) is no failure: a leg may have no serial test.
     empty_ok: bool = False
     status: str = "waiting"
@@ -174,6 +181,11 @@ def pytest_counts(text: str) -> dict[str, int]:
     return counts
 
 
+#: The ``nice`` of every job but the serial phases: the kernel then gives a serial
+#: phase's processes about nine times the CPU share of any other job's.
+BACKGROUND_NICE = 10
+
+
 def run_job(job: Job) -> None:
     env = {**os.environ, **job.env}
     job.started = time.monotonic()
@@ -182,6 +194,8 @@ def run_job(job: Job) -> None:
         for command in job.commands:
             log.write(f"$ {shlex.join(command)}\n")
             log.flush()
+            if not job.serial:
+                command = ["nice", "-n", str(BACKGROUND_NICE), *command]
             code = subprocess.call(command, cwd=ROOT, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             if code != 0 and not (code == 5 and job.empty_ok):
@@ -196,8 +210,8 @@ def run_job(job: Job) -> None:
 
 def schedule(jobs: list[Job], slots: int) -> None:
     """Start jobs in order as their needs pass and slots free up (in order: a ready job
-    waits for the slots it needs before any after it starts); a job whose need failed is
-    not run."""
+    waits for the slots it needs before any after it starts; serial phases, first in
+    ``jobs``, wait only for each other); a job whose need failed is not run."""
     lock = threading.Condition()
     threads: list[threading.Thread] = []
 
@@ -210,10 +224,7 @@ def schedule(jobs: list[Job], slots: int) -> None:
             lock.notify_all()
 
     def free() -> int:
-        running = [j for j in jobs if j.status == "running"]
-        if any(j.alone for j in running):
-            return 0
-        return slots - sum(j.slots for j in running)
+        return slots - sum(j.slots for j in jobs if j.status == "running")
 
     with lock:
         while any(j.status in ("waiting", "running") for j in jobs):
@@ -227,11 +238,13 @@ def schedule(jobs: list[Job], slots: int) -> None:
                 if any(j.status != "passed" for j in needs) or any(
                         j.status in ("waiting", "running") for j in jobs if j.name in job.after):
                     continue
+                if job.serial:
+                    if any(j.serial and j.status == "running" for j in jobs):
+                        continue
                 # A job bigger than the machine still runs, alone. One that is ready but
                 # does not fit yet keeps later ones from starting: small jobs filling each
                 # freed slot would start a long leg last.
-                fits = job.slots <= free() or free() == slots
-                if not ((job.alone and free() == slots) or (not job.alone and fits)):
+                elif not (job.slots <= free() or free() == slots):
                     break
                 job.status = "running"
                 print(f"[{clock()}] start  {job.name}", flush=True)
@@ -284,8 +297,8 @@ def venv_job(version: str) -> Job | None:
 
 
 def leg_jobs(leg: Leg, mssql_url: str | None) -> list[Job]:
-    """The leg's tests in parallel, then its ``serial`` tests one at a time with nothing
-    else running on the machine (every leg's serial phase waits for the others' ends)."""
+    """The leg's tests in parallel, then its ``serial`` tests one at a time, while no other
+    leg's serial tests run and the rest of the machine's jobs yield the CPU to them."""
     python = str(ROOT / leg.venv / "bin" / "python")
     env = {**leg.env, "EVENTFERRY_TEST_DB": leg.database}
     if mssql_url:
@@ -303,16 +316,18 @@ def leg_jobs(leg: Leg, mssql_url: str | None) -> list[Job]:
         slots=leg.workers, env=env, needs=needs)
     serial = [Job(f"{leg.name}-serial", [
         [*pytest, *run.arguments(serial=True, among=SERIAL_FILES)] for run in leg.runs
-        if run.holds(SERIAL_FILES)], env=env, needs=needs, after=(leg.name,), alone=True,
-        empty_ok=True)]
+        if run.holds(SERIAL_FILES)], slots=0, env=env, needs=needs, after=(leg.name,),
+        serial=True, empty_ok=True)]
     return [parallel, *(job for job in serial if job.commands)]
 
 
 def prepare(legs: Sequence[Leg], *, checks: bool) -> str | None:
-    """What every job needs before any starts: .venv, the services, Chromium, the Spark
-    jars and (for the SQL Server legs) the mssql extra and the T-SQL endpoint, one after
-    the other (apt and pip do not share). Returns the EVENTFERRY_MSSQL_URL, or None."""
-    targets = [f"{MAIN_VENV}/.installed", "services", "browsers", "spark"]
+    """What every job needs before any starts: .venv, the services, Chromium, PgBouncer,
+    the Spark jars and class archive, and (for the SQL Server legs) the mssql extra and
+    the T-SQL endpoint, one after the other (apt and pip do not share). Returns the
+    EVENTFERRY_MSSQL_URL, or None."""
+    targets = [f"{MAIN_VENV}/.installed", "services", "browsers", "pgbouncer", "spark",
+               f"{MAIN_VENV}/spark-classes.jsa"]
     if checks:
         targets.append("extras-libraries")
     subprocess.run(["make", "-s", *targets], cwd=ROOT, check=True)
@@ -351,11 +366,11 @@ def plan(legs: Sequence[Leg], mssql_url: str | None, *, checks: bool) -> list[Jo
         if leg.database == "mssql" and not mssql_url:
             continue
         jobs += leg_jobs(leg, mssql_url)
-    # The other legs' virtualenvs first (a few minutes, so those legs are ready when slots
-    # free up), then the longest first: the legs of .venv, the short jobs, the other legs
-    # as listed, and what runs alone last.
-    return sorted(jobs, key=lambda j: (j.alone, bool(j.needs), j.name in {"lint", "docs",
-                                                                         "extras"}))
+    # The serial phases (each ready only when its leg ends), the other legs' virtualenvs
+    # (a few minutes, so those legs are ready when slots free up), then the longest first:
+    # the legs of .venv, the short jobs, the other legs as listed.
+    return sorted(jobs, key=lambda j: (not j.serial, bool(j.needs), j.name in {
+        "lint", "docs", "extras"}))
 
 
 def table(jobs: Sequence[Job]) -> str:
@@ -400,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "=====", flush=True)
         if job.log.exists():
             sys.stdout.write(job.log.read_text(errors="replace"))
-    print(f"\n{table(jobs)}\n")
+    # In the order they started (a leg's serial phase after it), those not run last.
+    print(f"\n{table(sorted(jobs, key=lambda j: (j.started == 0, j.started)))}\n")
     total = {k: sum(j.counts.get(k, 0) for j in jobs) for k in ("passed", "failed",
                                                                  "errors", "skipped")}
     wall = int(time.monotonic() - START)

@@ -15,19 +15,39 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from tests.engine_gaps import (
     children_first_flush,
+    connections_kept_between_tests,
     is_babelfish,
     skip_for_gap,
     skip_if_gap,
     temp_namespace_first,
 )
+from tests.flush_teardown import keep_migrated_rows_through_flushes
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    keep_migrated_rows_through_flushes()
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist with ``--dist loadgroup`` (scripts/legs.py), the tests that use
-    the shared SparkSession go to one worker: one JVM per leg, not one per worker."""
+    the shared SparkSession go to one worker: one JVM per leg, not one per worker. First,
+    because xdist's worker reads the group marks in a hook of its own that would
+    otherwise run before this one and find none."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a grouped test that xdist did not group: the run would pass with each worker
+    starting a JVM of its own, and take minutes longer. pytest 9.2 with pytest-xdist 3.8
+    does that (pytest-dev/pytest-xdist#1386): the dev extra keeps pytest below 9.2."""
+    if (getattr(item.config.option, "loadgroup", False)
+            and item.get_closest_marker("xdist_group") and "@" not in item.nodeid):
+        pytest.fail(f"--dist loadgroup did not group {item.nodeid}: this pytest and "
+                    "pytest-xdist do not work together (pytest-xdist#1386); install the "
+                    "versions pyproject.toml's dev extra allows", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -79,6 +99,7 @@ def _mssql_test_database(request: pytest.FixtureRequest, django_db_blocker: Any)
         if is_babelfish():
             children_first_flush(connections["default"])
             temp_namespace_first(connections["default"])
+            connections_kept_between_tests()
         # The kept test database starts empty even after a run that was killed mid-test.
         # (No sequence reset: the endpoint's DBCC CHECKIDENT fails, and no test needs it.)
         call_command("flush", interactive=False, verbosity=0, reset_sequences=False)

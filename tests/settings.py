@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,13 @@ if DB_NAME_OVERRIDE:
     # Relay processes keep their connection between passes, as a production relay should.
     DATABASES["default"]["CONN_MAX_AGE"] = 600
 
+# Each JVM maps the classes a Spark job loads from the archive `make test` writes
+# (scripts/spark_class_archive.py) where there is one: it starts on about half the CPU.
+SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_CLASSES = Path(sys.prefix) / "spark-classes.jsa"
+if SPARK_CLASSES.is_file():
+    SPARK_JAVA_OPTIONS += f" -XX:SharedArchiveFile={SPARK_CLASSES} -Xlog:cds*=off"
+
 EVENTFERRY: dict[str, Any] = {
     "PUBLISHER": {"BACKEND": "eventferry_django.publishers.memory.InMemoryPublisher"},
     # Heads only, as before chains: the suite written for that behaviour pins that
@@ -168,7 +176,7 @@ EVENTFERRY: dict[str, Any] = {
         # Their queries run once each on little data: compiling each plan to Java (whole-
         # stage code generation) costs more CPU than it saves, about a sixth of the JVMs'.
         "spark.sql.codegen.wholeStage": False,
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.driver.extraJavaOptions": SPARK_JAVA_OPTIONS,
     }},
 }
 # Relays started as real processes by the tests get their EVENTFERRY through the environment.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -85,19 +86,18 @@ def standalone_cluster(directory: Path, *, cores: int = 1,
                        memory: str = "1g", timeout: float = 120.0) -> Iterator[StandaloneCluster]:
     """A master and one worker of ``cores`` cores and ``memory``, ready to take
     applications; their logs are in ``directory``."""
-    port, web_port, worker_web_port = free_port(), free_port(), free_port()
     work_dir = directory / "work"
     work_dir.mkdir(parents=True)
-    cluster = StandaloneCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}",
-                                work_dir)
-    processes = [_start(directory / "master.log", "org.apache.spark.deploy.master.Master",
-                        "--host", "127.0.0.1", "--port", str(port),
-                        "--webui-port", str(web_port))]
+    master_log = directory / "master.log"
+    processes = [_start(master_log, "org.apache.spark.deploy.master.Master",
+                        "--host", "127.0.0.1", "--port", str(free_port()),
+                        "--webui-port", str(free_port()))]
     try:
+        cluster = _bound_master(master_log, processes[0], work_dir, timeout)
         processes.append(_start(
             directory / "worker.log", "org.apache.spark.deploy.worker.Worker",
             cluster.master_url, "--host", "127.0.0.1", "--cores", str(cores),
-            "--memory", memory, "--webui-port", str(worker_web_port),
+            "--memory", memory, "--webui-port", str(free_port()),
             "--work-dir", str(work_dir),
         ))
         _wait_for_worker(cluster, processes, directory, timeout)
@@ -105,6 +105,29 @@ def standalone_cluster(directory: Path, *, cores: int = 1,
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+#: What the master logs once its RPC endpoint and its web UI listen, with their ports.
+MASTER_BOUND = re.compile(r"started service 'sparkMaster' on port (\d+)\..*?"
+                          r"Bound MasterWebUI to [^,]+, and started at http://[^:/]+:(\d+)",
+                          re.DOTALL)
+
+
+def _bound_master(log: Path, master: subprocess.Popen[bytes], work_dir: Path,
+                  timeout: float) -> StandaloneCluster:
+    """The cluster at the ports the master logs it bound: a port chosen free may be taken
+    before the master binds it (another leg's cluster picked it too), and Spark then binds
+    the next one; the one asked for may serve someone else's page."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and master.poll() is None:
+        bound = MASTER_BOUND.search(log.read_text(errors="replace"))
+        if bound:
+            port, web_port = bound.groups()
+            return StandaloneCluster(f"spark://127.0.0.1:{port}",
+                                     f"http://127.0.0.1:{web_port}", work_dir)
+        time.sleep(0.2)
+    raise AssertionError(f"the Spark master did not bind in {timeout:.0f} s:\n"
+                         f"{log.read_text(errors='replace')[-2000:]}")
 
 
 def _wait_for_worker(cluster: StandaloneCluster, processes: list[subprocess.Popen[bytes]],

@@ -144,6 +144,9 @@ def assert_in_order_per_aggregate(lines: list[dict[str, Any]], ids: list[str]) -
 
 @SHARING
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
+@pytest.mark.serial("holds each relay's published share to half its even one: beside other "
+                    "tests' load one starved of CPU published 4% of 6,000, the others "
+                    "helping with its buckets as they should")
 @pytest.mark.parametrize("relays", [2, 4])
 def test_every_relay_publishes_a_fair_share_in_order(fleet: Fleet, relays: int) -> None:
     names = [f"relay-{n}" for n in range(relays)]
@@ -269,6 +272,8 @@ def owned_events() -> dict[str, int]:
 
 @SHARING
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
+@pytest.mark.serial("holds two relays' shares of a drain to a third each: beside other "
+                    "tests' load one starved of CPU took 33%")
 def test_a_backlog_written_without_buckets_is_shared_too(fleet: Fleet) -> None:
     """Rows written without a bucket (by a development build's code): relays started together give them theirs before their first claim, and share
     them as they share any others."""
