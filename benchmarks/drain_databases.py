@@ -5,6 +5,13 @@ performance schema)."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import servers
@@ -46,7 +53,15 @@ class Database:
     def create(self) -> None:
         raise NotImplementedError
 
+    def drop(self) -> None:
+        """Drop the database :meth:`create` made, whoever is connected to it."""
+        raise NotImplementedError
+
     def empty(self) -> None:
+        raise NotImplementedError
+
+    def written(self) -> Written:
+        """What the server has written so far (its counters since it started)."""
         raise NotImplementedError
 
     #: The query of :meth:`top_statements`, and the format of each of its rows.
@@ -63,6 +78,23 @@ class Database:
         with connection.cursor() as cursor:
             cursor.execute(self.statements_sql)
             return [self.statement_line.format(*row) for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class Written:
+    """A server's write counters: its log (PostgreSQL's WAL, InnoDB's redo log) in
+    bytes, and the outbox's rows updated (``hot``: PostgreSQL's heap-only updates among
+    them, which add no index entry; None elsewhere) and deleted."""
+
+    log_bytes: int
+    updated: int
+    hot: int | None
+    deleted: int
+
+    def __sub__(self, other: Written) -> Written:
+        hot = None if self.hot is None or other.hot is None else self.hot - other.hot
+        return Written(self.log_bytes - other.log_bytes, self.updated - other.updated, hot,
+                       self.deleted - other.deleted)
 
 
 class StatementsPostgres(servers.PrivatePostgres):
@@ -92,6 +124,26 @@ class Postgres(Database):
         with psycopg.connect(host=str(self.server.base), port=self.server.port, user="postgres",
                              dbname="postgres", autocommit=True) as conn:
             conn.execute("CREATE DATABASE soak")
+
+    def drop(self) -> None:
+        import psycopg
+
+        with psycopg.connect(host=str(self.server.base), port=self.server.port, user="postgres",
+                             dbname="postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS soak WITH (FORCE)")
+
+    def written(self) -> Written:
+        """The table's counters come from its backends' flushed statistics: read them
+        once the relays have exited (a backend flushes at exit)."""
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, n_tup_upd, "
+                "n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relid = %s::regclass",
+                [outbox_table()])
+            return Written(*(int(n) for n in cursor.fetchone()))
 
     def empty(self) -> None:
         from django.db import connection
@@ -138,6 +190,28 @@ class Mariadb(Database):
             cursor.execute("CREATE DATABASE soak CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
         conn.close()
 
+    def drop(self) -> None:
+        import pymysql
+
+        conn = pymysql.connect(unix_socket=str(self.server.base / "mysqld.sock"), user="root")
+        with conn.cursor() as cursor:
+            cursor.execute("DROP DATABASE IF EXISTS soak")
+        conn.close()
+
+    def written(self) -> Written:
+        """The server's counters, every table's: on a private server the relay registry's
+        few check-ins are all the rest."""
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            # MariaDB 10.11 has no Innodb_rows_* counters any more; the handler counters
+            # count the rows the statements asked the engine to change.
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_os_log_written', "
+                           "'Handler_update', 'Handler_delete')")
+            counters = {name: int(value) for name, value in cursor.fetchall()}
+        return Written(counters["Innodb_os_log_written"], counters["Handler_update"], None,
+                       counters["Handler_delete"])
+
     def empty(self) -> None:
         from django.db import connection
 
@@ -179,3 +253,24 @@ def checked_in() -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {registry}")
         return int(cursor.fetchone()[0])
+
+
+def in_a_process_each(vendors: Sequence[str], script: str) -> bool:
+    """With several databases, run ``script`` again once for each (``--vendors`` the one)
+    and return True: Django is set up once per process. With one, return False."""
+    if len(vendors) < 2:
+        return False
+    for name in vendors:
+        subprocess.run([sys.executable, script, *sys.argv[1:], "--vendors", name], check=True)
+    return True
+
+
+@contextlib.contextmanager
+def private_directory(prefix: str) -> Iterator[Path]:
+    """A directory for a benchmark's private servers and logs, removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    base.chmod(0o755)  # a private PostgreSQL runs as postgres when we are root
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

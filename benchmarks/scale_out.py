@@ -35,7 +35,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -54,7 +53,9 @@ from benchmarks.drain_databases import (  # noqa: E402
     DATABASES,
     Database,
     checked_in,
+    in_a_process_each,
     outbox_table,
+    private_directory,
 )
 from benchmarks.processes import terminate  # noqa: E402
 from benchmarks.scale import bucket_sql, numbers_sql  # noqa: E402
@@ -247,20 +248,12 @@ def main() -> None:
     rtts = [float(ms) for ms in args.rtts.split(",")]
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     vendors = args.vendors.split(",")
-    if len(vendors) > 1:
-        # Django is set up once per process: one process per database.
-        for name in vendors:
-            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--vendors", name],
-                           check=True)
+    if in_a_process_each(vendors, __file__):
         return
-    base = Path(tempfile.mkdtemp(prefix="ef-scale-out-"))
-    base.chmod(0o755)  # a private PostgreSQL runs as postgres when we are root
-    logs = base / "logs"
-    logs.mkdir()
-    try:
+    with private_directory("ef-scale-out-") as base:
+        logs = base / "logs"
+        logs.mkdir()
         report(vendors[0], args, counts, burst_counts, rtts, base, logs)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def report(name: str, args: argparse.Namespace, counts: list[int], burst_counts: list[int],

@@ -8,7 +8,7 @@ rules can be read, and checked, apart from the run.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +186,7 @@ def summary(checks: list[Check], other_failures: list[str]) -> str:
     return "passed: " + ", ".join(str(check) for check in checks)
 
 
-def table(rows: list[Row], header: Row = HEADER) -> str:
+def table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...] = HEADER) -> str:
     widths = [max(len(cells[i]) for cells in [header, *rows]) for i in range(len(header))]
     lines = []
     for cells in [header, tuple("-" * w for w in widths), *rows]:
