@@ -235,6 +235,8 @@ def test_a_relay_that_joins_gets_work_within_seconds(fleet: Fleet) -> None:
 
 @SHARING
 @babelfish_gap("locking-hints-ignored", "claimers queue on each other's rows instead of skipping them")
+@pytest.mark.serial("holds each of two relays' published shares of a drain to 40%, which "
+                    "needs both to get the CPU they ask for")
 def test_at_a_thousand_aggregates_two_relays_shares_are_within_a_quarter(fleet: Fleet) -> None:
     """The shares follow the buckets each owns and the aggregates in them: at 1,000
     aggregates, 500 each give or take the hash's spread (see docs/relay.md). What each
