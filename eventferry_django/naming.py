@@ -137,6 +137,12 @@ class TableName:
         return TableName(f"{self.table}_relays", self.schema, role="Relay registry")
 
     @property
+    def bucket_leases(self) -> TableName:
+        """The table beside this outbox that says which relay holds each bucket, under
+        which epoch, until when."""
+        return TableName(f"{self.table}_buckets", self.schema, role="Bucket leases")
+
+    @property
     def task_results(self) -> TableName:
         """The table beside this outbox where the Django tasks enqueued through it record
         their results."""

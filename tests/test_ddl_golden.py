@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
+from eventferry_django.store.bucket_leases import BucketLeaseSql
 from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
@@ -177,6 +178,7 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
     """The statements after a claim, with sample arguments: every vendor's golden file
     renders these the same way."""
     lease = "2026-11-21 12:00:00.123"
+    leases = BucketLeaseSql(dialect.ops)
     return {
         "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3], lease),
         "fail": lambda c: dialect.settlement.fail(
@@ -190,6 +192,15 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "unbucketed": lambda c: c.execute(*dialect.bucket_fill.unbucketed_sql()),
         "fill_bucket": lambda c: c.execute(*dialect.bucket_fill.fill_sql([("agg-7", 214),
                                                                           ("agg-9", 3)])),
+        # The bucket leases (store/bucket_leases.py).
+        "seed_buckets": lambda c: c.execute(*leases.seed()),
+        "take_buckets": lambda c: c.execute(*leases.take("relay-a", [3, 7], 60_000)),
+        "renew_buckets": lambda c: c.execute(*leases.renew("relay-a", 60_000)),
+        "release_buckets": lambda c: c.execute(*leases.release("relay-a", [7])),
+        "release_all_buckets": lambda c: c.execute(*leases.release("relay-a")),
+        "held_buckets": lambda c: c.execute(*leases.held("relay-a")),
+        "fence_buckets": lambda c: c.execute(*leases.fence("relay-a", [3, 7])),
+        "bucket_holders": lambda c: c.execute(*leases.holders()),
     }
 
 

@@ -143,6 +143,8 @@ class MysqlOps(SqlOps):
     vendor = "mysql"
     now_sql = "UTC_TIMESTAMP(3)"
     skip_locked_sql = " FOR UPDATE SKIP LOCKED"
+    # MariaDB has no FOR SHARE; MySQL 8 reads this as FOR SHARE.
+    share_lock_sql = " LOCK IN SHARE MODE"
 
     def now_plus_sql(self) -> str:
         return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"

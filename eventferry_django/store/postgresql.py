@@ -180,6 +180,7 @@ class PostgresqlOps(SqlOps):
     now_sql = "statement_timestamp()"
     timestamp_placeholder = "%s::timestamptz"
     skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
+    share_lock_sql = " FOR SHARE"
     # All scoped to the relay's transaction; the application's commits stay durable.
     # A generic plan: the claim's plan does not depend on its limits (bounded reads of
     # the bucket index and the claim index), yet PostgreSQL would plan it afresh each

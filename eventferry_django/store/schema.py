@@ -23,6 +23,7 @@ from .tables import (
     Index,
     Table,
     bucket_index,
+    bucket_leases_table,
     contract_indexes,
     inbox_table,
     outbox_table,
@@ -75,6 +76,11 @@ class SchemaSql:
     def registry(self) -> Table:
         """The relay registry beside this outbox."""
         return registry_table(self.ops.name.relay_registry)
+
+    @property
+    def bucket_leases(self) -> Table:
+        """The bucket leases beside this outbox."""
+        return bucket_leases_table(self.ops.name.bucket_leases)
 
     @property
     def task_results(self) -> Table:

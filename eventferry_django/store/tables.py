@@ -81,6 +81,18 @@ REGISTRY_COLUMNS: tuple[Column, ...] = (
     Column("seen_at", "timestamp", default="now"),
 )
 
+#: The bucket leases: one row per bucket (:data:`~eventferry_django.contract.BUCKETS`),
+#: saying which relay instance holds it (``owner``), until when by the database's clock
+#: (``expires_at``), and under which ``epoch``: raised each time the bucket is taken, so
+#: a relay that lost a bucket cannot settle rows of it even after taking it back.
+BUCKET_LEASE_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("bucket", "tinyint"),
+    Column("owner", "text64", nullable=True),
+    Column("epoch", "int", default="zero"),
+    Column("expires_at", "timestamp", nullable=True),
+)
+
 #: The results of Django tasks enqueued through the outbox
 #: (:class:`~eventferry_django.task_backend.OutboxTaskBackend`): one row per task, written
 #: with its outbox row and updated by the worker that runs it. ``result_id`` is the
@@ -277,6 +289,13 @@ def registry_table(name: TableName) -> Table:
     """The relay registry named ``name`` (a few rows: no index beyond its keys)."""
     return Table(name, REGISTRY_COLUMNS,
                  uniques=(Unique(f"UQ_{name.table}_instance", ("instance",)),))
+
+
+def bucket_leases_table(name: TableName) -> Table:
+    """The bucket leases named ``name``: 256 rows, found by bucket through its unique
+    key (no other index: every statement names its buckets or its owner's few)."""
+    return Table(name, BUCKET_LEASE_COLUMNS,
+                 uniques=(Unique(f"UQ_{name.table}_bucket", ("bucket",)),))
 
 
 def task_results_table(name: TableName) -> Table:

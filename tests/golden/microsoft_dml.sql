@@ -28,6 +28,30 @@ SELECT TOP (%s) f.[id], f.[aggregate_id]
 -- fill_bucket ['agg-7', 214, 'agg-9', 3, 'agg-7', 'agg-9']
 UPDATE [messaging].[outbox] SET [bucket] = CASE [aggregate_id] WHEN %s THEN %s WHEN %s THEN %s END WHERE [aggregate_id] IN (%s, %s) AND [status] IN (0, 1, 3) AND [status] = 0 AND [next_retry_at] IS NULL AND [bucket] IS NULL;
 
+-- seed_buckets [256]
+INSERT INTO [messaging].[outbox_buckets] ([bucket]) SELECT h.d * 16 + l.d FROM (SELECT 0 AS d UNION ALL SELECT 1 AS d UNION ALL SELECT 2 AS d UNION ALL SELECT 3 AS d UNION ALL SELECT 4 AS d UNION ALL SELECT 5 AS d UNION ALL SELECT 6 AS d UNION ALL SELECT 7 AS d UNION ALL SELECT 8 AS d UNION ALL SELECT 9 AS d UNION ALL SELECT 10 AS d UNION ALL SELECT 11 AS d UNION ALL SELECT 12 AS d UNION ALL SELECT 13 AS d UNION ALL SELECT 14 AS d UNION ALL SELECT 15 AS d) h CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 AS d UNION ALL SELECT 2 AS d UNION ALL SELECT 3 AS d UNION ALL SELECT 4 AS d UNION ALL SELECT 5 AS d UNION ALL SELECT 6 AS d UNION ALL SELECT 7 AS d UNION ALL SELECT 8 AS d UNION ALL SELECT 9 AS d UNION ALL SELECT 10 AS d UNION ALL SELECT 11 AS d UNION ALL SELECT 12 AS d UNION ALL SELECT 13 AS d UNION ALL SELECT 14 AS d UNION ALL SELECT 15 AS d) l WHERE h.d * 16 + l.d < %s AND NOT EXISTS (SELECT 1 FROM [messaging].[outbox_buckets] e WHERE e.[bucket] = h.d * 16 + l.d);
+
+-- take_buckets ['relay-a', 60000, 3, 7]
+UPDATE [messaging].[outbox_buckets] SET [owner] = %s, [epoch] = [epoch] + 1, [expires_at] = DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) WHERE [bucket] IN (%s, %s) AND ([owner] IS NULL OR [expires_at] IS NULL OR [expires_at] <= SYSUTCDATETIME());
+
+-- renew_buckets [60000, 'relay-a']
+UPDATE [messaging].[outbox_buckets] SET [expires_at] = DATEADD(MILLISECOND, %s, SYSUTCDATETIME()) WHERE [owner] = %s AND [expires_at] > SYSUTCDATETIME();
+
+-- release_buckets ['relay-a', 7]
+UPDATE [messaging].[outbox_buckets] SET [owner] = NULL, [expires_at] = NULL WHERE [owner] = %s AND [bucket] IN (%s);
+
+-- release_all_buckets ['relay-a']
+UPDATE [messaging].[outbox_buckets] SET [owner] = NULL, [expires_at] = NULL WHERE [owner] = %s;
+
+-- held_buckets ['relay-a']
+SELECT [bucket], [epoch] FROM [messaging].[outbox_buckets] WHERE [owner] = %s AND [expires_at] > SYSUTCDATETIME() ORDER BY [bucket];
+
+-- fence_buckets ['relay-a', 3, 7]
+SELECT [bucket], [epoch] FROM [messaging].[outbox_buckets] WITH (READCOMMITTEDLOCK, HOLDLOCK, ROWLOCK) WHERE [owner] = %s AND [bucket] IN (%s, %s);
+
+-- bucket_holders []
+SELECT [bucket], [owner], [epoch], CASE WHEN [expires_at] > SYSUTCDATETIME() THEN 1 ELSE 0 END FROM [messaging].[outbox_buckets] ORDER BY [bucket];
+
 -- stored_message_ids ['m-1', 'm-2']
 SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);
 

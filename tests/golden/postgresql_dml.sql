@@ -28,3 +28,27 @@ SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND 
 -- fill_bucket ['agg-7', 214, 'agg-9', 3, 'agg-7', 'agg-9']
 UPDATE "outbox" SET "bucket" = CASE "aggregate_id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "aggregate_id" IN (%s, %s) AND "status" IN (0, 1, 3) AND "status" = 0 AND "next_retry_at" IS NULL AND "bucket" IS NULL;
 
+-- seed_buckets [256]
+INSERT INTO "outbox_buckets" ("bucket") SELECT h.d * 16 + l.d FROM (SELECT 0 AS d UNION ALL SELECT 1 AS d UNION ALL SELECT 2 AS d UNION ALL SELECT 3 AS d UNION ALL SELECT 4 AS d UNION ALL SELECT 5 AS d UNION ALL SELECT 6 AS d UNION ALL SELECT 7 AS d UNION ALL SELECT 8 AS d UNION ALL SELECT 9 AS d UNION ALL SELECT 10 AS d UNION ALL SELECT 11 AS d UNION ALL SELECT 12 AS d UNION ALL SELECT 13 AS d UNION ALL SELECT 14 AS d UNION ALL SELECT 15 AS d) h CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 AS d UNION ALL SELECT 2 AS d UNION ALL SELECT 3 AS d UNION ALL SELECT 4 AS d UNION ALL SELECT 5 AS d UNION ALL SELECT 6 AS d UNION ALL SELECT 7 AS d UNION ALL SELECT 8 AS d UNION ALL SELECT 9 AS d UNION ALL SELECT 10 AS d UNION ALL SELECT 11 AS d UNION ALL SELECT 12 AS d UNION ALL SELECT 13 AS d UNION ALL SELECT 14 AS d UNION ALL SELECT 15 AS d) l WHERE h.d * 16 + l.d < %s AND NOT EXISTS (SELECT 1 FROM "outbox_buckets" e WHERE e."bucket" = h.d * 16 + l.d);
+
+-- take_buckets ['relay-a', 60000, 3, 7]
+UPDATE "outbox_buckets" SET "owner" = %s, "epoch" = "epoch" + 1, "expires_at" = (statement_timestamp() + %s * INTERVAL '1 millisecond') WHERE "bucket" IN (%s, %s) AND ("owner" IS NULL OR "expires_at" IS NULL OR "expires_at" <= statement_timestamp());
+
+-- renew_buckets [60000, 'relay-a']
+UPDATE "outbox_buckets" SET "expires_at" = (statement_timestamp() + %s * INTERVAL '1 millisecond') WHERE "owner" = %s AND "expires_at" > statement_timestamp();
+
+-- release_buckets ['relay-a', 7]
+UPDATE "outbox_buckets" SET "owner" = NULL, "expires_at" = NULL WHERE "owner" = %s AND "bucket" IN (%s);
+
+-- release_all_buckets ['relay-a']
+UPDATE "outbox_buckets" SET "owner" = NULL, "expires_at" = NULL WHERE "owner" = %s;
+
+-- held_buckets ['relay-a']
+SELECT "bucket", "epoch" FROM "outbox_buckets" WHERE "owner" = %s AND "expires_at" > statement_timestamp() ORDER BY "bucket";
+
+-- fence_buckets ['relay-a', 3, 7]
+SELECT "bucket", "epoch" FROM "outbox_buckets" WHERE "owner" = %s AND "bucket" IN (%s, %s) FOR SHARE;
+
+-- bucket_holders []
+SELECT "bucket", "owner", "epoch", CASE WHEN "expires_at" > statement_timestamp() THEN 1 ELSE 0 END FROM "outbox_buckets" ORDER BY "bucket";
+

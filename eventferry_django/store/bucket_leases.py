@@ -1,0 +1,173 @@
+"""Bucket leases: which relay holds each of the outbox's buckets, under which epoch, until
+when (the one-write design, docs/design/one-write.md).
+
+A relay takes the buckets its share names with a guarded UPDATE (free, or expired),
+which raises each bucket's epoch; renews all it holds in one UPDATE; and releases a
+bucket only once its batches in flight from it are settled. Every time is the database's
+clock, so relays on machines whose clocks disagree still agree on who holds what.
+
+**The fence.** A settlement first reads the rows of the buckets its batch was claimed
+under with a shared lock held to its commit (:meth:`BucketLeaseSql.fence`) and settles
+only the rows of buckets whose owner and epoch are still the ones it claimed under. A
+takeover's UPDATE of those rows waits for that commit, and once a takeover has committed
+no settlement under the old epoch can match. The fence does not look at ``expires_at``:
+while the epoch is unchanged nobody has taken the bucket, and under the lock nobody can
+until the settlement commits.
+
+Every statement is a :data:`~.sql.Fragment`; :class:`BucketLeases` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from ..contract import BUCKETS
+from .bound import BoundStore
+from .ops import SqlOps
+from .sql import Fragment
+
+#: The digits 0 to 15 as a derived table every vendor reads: the seed crosses two of them.
+_HEX_DIGITS = " UNION ALL ".join(f"SELECT {d} AS d" for d in range(16))
+
+
+class BucketLeaseSql:
+    """The bucket leases' statements beside one outbox (the dialect's ``ops``)."""
+
+    def __init__(self, ops: SqlOps) -> None:
+        self.ops = ops
+        self.table = ops.name.bucket_leases.quoted(ops.vendor)
+        q = ops.quote
+        self.bucket, self.owner, self.epoch = q("bucket"), q("owner"), q("epoch")
+        self.expires_at = q("expires_at")
+
+    def _buckets_in(self, buckets: Collection[int]) -> Fragment:
+        if not buckets:
+            raise ValueError("a bucket lease statement needs at least one bucket")
+        return (f"{self.bucket} IN ({', '.join(['%s'] * len(buckets))})",
+                [int(b) for b in sorted(buckets)])
+
+    def _live(self) -> str:
+        return f"{self.expires_at} > {self.ops.now_sql}"
+
+    def seed(self) -> Fragment:
+        """Insert the rows of the buckets that have none (all of them, the first time):
+        idempotent, as the DDL around it is."""
+        number = "h.d * 16 + l.d"
+        return (f"INSERT INTO {self.table} ({self.bucket}) SELECT {number} "
+                f"FROM ({_HEX_DIGITS}) h CROSS JOIN ({_HEX_DIGITS}) l "
+                f"WHERE {number} < %s AND NOT EXISTS "
+                f"(SELECT 1 FROM {self.table} e WHERE e.{self.bucket} = {number})", [BUCKETS])
+
+    def take(self, instance: str, buckets: Collection[int], lease_ms: int) -> Fragment:
+        """``instance`` takes those of ``buckets`` that are free or whose lease expired,
+        raising their epochs; a bucket it still holds is left as it is (renew it)."""
+        within, params = self._buckets_in(buckets)
+        offset = self.ops.offset_param(lease_ms)
+        return (f"UPDATE {self.table} SET {self.owner} = %s, {self.epoch} = {self.epoch} + 1, "
+                f"{self.expires_at} = {self.ops.now_plus_sql()} WHERE {within} AND "
+                f"({self.owner} IS NULL OR {self.expires_at} IS NULL "
+                f"OR {self.expires_at} <= {self.ops.now_sql})",
+                [instance, offset, *params])
+
+    def renew(self, instance: str, lease_ms: int) -> Fragment:
+        """Extend every lease ``instance`` still holds. One that expired is not renewed:
+        another relay may be taking it, and ``instance`` takes it again under a new epoch
+        if its share still names it."""
+        return (f"UPDATE {self.table} SET {self.expires_at} = {self.ops.now_plus_sql()} "
+                f"WHERE {self.owner} = %s AND {self._live()}",
+                [self.ops.offset_param(lease_ms), instance])
+
+    def release(self, instance: str, buckets: Collection[int] | None = None) -> Fragment:
+        """Let go of ``buckets`` (every one, without) if ``instance`` holds them. The
+        epoch stays: the next taker raises it."""
+        sql = (f"UPDATE {self.table} SET {self.owner} = NULL, {self.expires_at} = NULL "
+               f"WHERE {self.owner} = %s")
+        if buckets is None:
+            return sql, [instance]
+        within, params = self._buckets_in(buckets)
+        return f"{sql} AND {within}", [instance, *params]
+
+    def held(self, instance: str) -> Fragment:
+        """The buckets ``instance`` holds and their epochs, by bucket."""
+        return (f"SELECT {self.bucket}, {self.epoch} FROM {self.table} "
+                f"WHERE {self.owner} = %s AND {self._live()} ORDER BY {self.bucket}",
+                [instance])
+
+    def fence(self, instance: str, buckets: Collection[int]) -> Fragment:
+        """The epochs under which ``instance`` holds ``buckets``, share-locked until the
+        transaction ends: no takeover of them commits before it does."""
+        within, params = self._buckets_in(buckets)
+        return (f"SELECT {self.bucket}, {self.epoch} FROM {self.table}{self.ops.share_lock_hint} "
+                f"WHERE {self.owner} = %s AND {within}{self.ops.share_lock_sql}",
+                [instance, *params])
+
+    def holders(self) -> Fragment:
+        """Every bucket's owner (None: free), epoch and whether its lease still runs."""
+        live = f"CASE WHEN {self._live()} THEN 1 ELSE 0 END"
+        return (f"SELECT {self.bucket}, {self.owner}, {self.epoch}, {live} FROM {self.table} "
+                f"ORDER BY {self.bucket}", [])
+
+
+def _epochs(cursor: Any) -> dict[int, int]:
+    return {int(bucket): int(epoch) for bucket, epoch in cursor.fetchall()}
+
+
+class BucketLeases(BoundStore):
+    """The bucket leases beside the outbox on one database alias: each method is one
+    transaction (see :class:`BucketLeaseSql` for what each statement does)."""
+
+    def __init__(self, using: str | None = None) -> None:
+        super().__init__(using)
+        self.sql = BucketLeaseSql(self.dialect.ops)
+
+    def take(self, instance: str, buckets: Collection[int], lease: float) -> dict[int, int]:
+        """Take what is free or expired of ``buckets``; returns every bucket ``instance``
+        holds afterwards with its epoch (a bucket whose epoch moved was taken now)."""
+        def run(cursor: Any) -> dict[int, int]:
+            if buckets:
+                cursor.execute(*self.sql.take(instance, buckets, _ms(lease)))
+            cursor.execute(*self.sql.held(instance))
+            return _epochs(cursor)
+        return self._run(run)
+
+    def renew(self, instance: str, lease: float) -> dict[int, int]:
+        """Renew what ``instance`` holds; returns what it still holds, with epochs."""
+        def run(cursor: Any) -> dict[int, int]:
+            cursor.execute(*self.sql.renew(instance, _ms(lease)))
+            cursor.execute(*self.sql.held(instance))
+            return _epochs(cursor)
+        return self._run(run)
+
+    def release(self, instance: str, buckets: Collection[int] | None = None) -> int:
+        """Let go of ``buckets`` (all, without); returns how many were let go."""
+        if buckets is not None and not buckets:
+            return 0
+        return self._run(lambda cursor: _rowcount(cursor, self.sql.release(instance, buckets)),
+                         atomic=False)
+
+    def fenced(self, cursor: Any, instance: str, leases: Mapping[int, int]) -> set[int]:
+        """In the caller's transaction: those of ``leases`` (bucket to the epoch claimed
+        under) that ``instance`` still holds under that epoch, locked against takeovers
+        until the transaction ends. Rows of the other buckets must not be settled."""
+        if not leases:
+            return set()
+        cursor.execute(*self.sql.fence(instance, leases.keys()))
+        held = _epochs(cursor)
+        return {bucket for bucket, epoch in leases.items() if held.get(bucket) == epoch}
+
+    def holders(self) -> list[tuple[int, str | None, int, bool]]:
+        """Every bucket, its owner, its epoch and whether the lease runs, by bucket."""
+        def run(cursor: Any) -> list[tuple[int, str | None, int, bool]]:
+            cursor.execute(*self.sql.holders())
+            return [(int(b), o, int(e), bool(live)) for b, o, e, live in cursor.fetchall()]
+        return self._run(run, atomic=False)
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _rowcount(cursor: Any, statement: tuple[str, Sequence[Any]]) -> int:
+    cursor.execute(*statement)
+    return int(cursor.rowcount)

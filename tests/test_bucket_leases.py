@@ -1,0 +1,223 @@
+"""The bucket leases on a real database: taking, renewing and releasing buckets, the
+epochs that every take raises, and the fence that keeps a relay that lost a bucket from
+settling its rows (store/bucket_leases.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from django.db import DatabaseError, connection, connections, transaction
+
+from eventferry_django.contract import BUCKETS
+from eventferry_django.relay.bucket_holder import LEASE_MARGIN, BucketHolder
+from eventferry_django.store.bucket_leases import BucketLeases
+
+from .engine_gaps import babelfish_gap
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LEASE = 60.0
+
+
+@pytest.fixture
+def leases() -> Iterator[BucketLeases]:
+    store = BucketLeases()
+    schema = store.dialect.schema
+    table = schema.bucket_leases
+    with connection.cursor() as cursor:
+        for statement in schema.create_statements(table):
+            cursor.execute(statement)
+        cursor.execute(*store.sql.seed())
+    yield store
+    with connection.cursor() as cursor:
+        for statement in schema.drop_statements(table):
+            cursor.execute(statement)
+
+
+def expire(store: BucketLeases, *buckets: int) -> None:
+    """Move the leases of ``buckets`` a minute into the past, as if their relay had
+    stopped renewing them (rather than sleeping past a short lease on a slow engine)."""
+    sql = store.sql
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sql.table} SET {sql.expires_at} = {store.dialect.ops.now_plus_sql()} "
+            f"WHERE {sql.bucket} IN ({', '.join(['%s'] * len(buckets))})",
+            [store.dialect.ops.offset_param(-60_000), *buckets])
+
+
+def test_the_seed_writes_one_free_row_per_bucket_once(leases: BucketLeases) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(*leases.sql.seed())  # again: nothing more
+    holders = leases.holders()
+    assert [bucket for bucket, *_ in holders] == list(range(BUCKETS))
+    assert all(owner is None and epoch == 0 and not live for _, owner, epoch, live in holders)
+
+
+def test_a_relay_takes_free_buckets_and_not_those_another_holds(leases: BucketLeases) -> None:
+    assert leases.take("a", [1, 2, 3], LEASE) == {1: 1, 2: 1, 3: 1}
+    assert leases.take("b", [3, 4], LEASE) == {4: 1}
+    # Taking what it holds already changes nothing: no new epoch.
+    assert leases.take("a", [1, 2, 3], LEASE) == {1: 1, 2: 1, 3: 1}
+    holders = {bucket: (owner, live) for bucket, owner, _, live in leases.holders()}
+    assert holders[3] == ("a", True) and holders[4] == ("b", True)
+    assert holders[5] == (None, False)
+
+
+def test_an_expired_lease_is_taken_under_a_new_epoch(leases: BucketLeases) -> None:
+    leases.take("a", [7, 8], LEASE)
+    expire(leases, 7)
+    assert leases.take("b", [7, 8], LEASE) == {7: 2}
+    assert leases.renew("a", LEASE) == {8: 1}
+
+
+def test_renewal_keeps_the_epochs_and_leaves_expired_leases_to_be_taken(
+    leases: BucketLeases,
+) -> None:
+    leases.take("a", [1, 2], LEASE)
+    expire(leases, 2)
+    assert leases.renew("a", LEASE) == {1: 1}
+    # The expired one was not renewed: taking it again raises its epoch.
+    assert leases.take("a", [2], LEASE) == {1: 1, 2: 2}
+
+
+def test_release_lets_go_of_own_buckets_only_and_the_next_taker_raises_the_epoch(
+    leases: BucketLeases,
+) -> None:
+    leases.take("a", [1, 2], LEASE)
+    leases.take("b", [3], LEASE)
+    assert leases.release("a", [1, 3]) == 1
+    assert leases.renew("a", LEASE) == {2: 1}
+    assert leases.take("b", [1], LEASE) == {1: 2, 3: 1}
+    assert leases.release("b") == 2
+    assert leases.renew("b", LEASE) == {}
+
+
+def test_the_fence_passes_only_buckets_held_under_the_epoch_claimed_under(
+    leases: BucketLeases,
+) -> None:
+    leases.take("a", [1, 2, 3], LEASE)
+    expire(leases, 3)
+    leases.take("b", [3], LEASE)
+    with transaction.atomic(), connection.cursor() as cursor:
+        # 1: held as claimed; 2: claimed under an older epoch; 3: taken by b; 9: never held.
+        assert leases.fenced(cursor, "a", {1: 1, 2: 0, 3: 1, 9: 1}) == {1}
+        assert leases.fenced(cursor, "b", {3: 2}) == {3}
+
+
+@babelfish_gap("locking-hints-ignored", "its shared lock does not hold a takeover back")
+@pytest.mark.skipif("connection.vendor == 'sqlite'",
+                    reason="SQLite's single writer keeps a settlement and a takeover apart")
+def test_a_takeover_waits_for_the_settlement_that_holds_the_fence(
+    leases: BucketLeases,
+) -> None:
+    """Relay a's lease on bucket 5 has run out, but its settlement already passed the
+    fence: b's takeover waits until that settlement commits, and once the takeover has
+    committed a's next fence fails."""
+    leases.take("a", [5], LEASE)
+    expire(leases, 5)
+    taken: dict[int, int] = {}
+
+    def take_over() -> None:
+        try:
+            taken.update(BucketLeases().take("b", [5], LEASE))
+        finally:
+            connections.close_all()
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert leases.fenced(cursor, "a", {5: 1}) == {5}
+        taker = threading.Thread(target=take_over)
+        taker.start()
+        taker.join(1.0)
+        assert taker.is_alive(), "the takeover did not wait for the fenced settlement"
+    taker.join(30)
+    assert not taker.is_alive()
+    assert taken == {5: 2}
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert leases.fenced(cursor, "a", {5: 1}) == set()
+
+
+# -- a relay's holder of its buckets (relay/bucket_holder.py) ----------------------------
+
+class Clock:
+    """The holder's monotonic clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_holders_take_what_their_shares_name_and_nothing_another_holds(
+    leases: BucketLeases,
+) -> None:
+    a, b = BucketHolder(leases, "a", LEASE), BucketHolder(leases, "b", LEASE)
+    a.want(range(0, 128))
+    b.want(range(128, 256))
+    assert set(a.tick()) == set(range(0, 128))
+    assert set(b.tick()) == set(range(128, 256))
+    a.want(range(0, 256))  # a sees itself alone for a moment: b's leases still run
+    assert set(a.tick()) == set(range(0, 128))
+
+
+def test_a_bucket_moves_only_once_its_batches_in_flight_are_settled(
+    leases: BucketLeases,
+) -> None:
+    a, b = BucketHolder(leases, "a", LEASE), BucketHolder(leases, "b", LEASE)
+    a.want([1, 2])
+    a.tick()
+    a.sent([2])
+    a.want([1])  # the share moved bucket 2 to b
+    b.want([2])
+    assert a.tick() == {1: 1, 2: 1}
+    assert a.claimable() == {1: 1}, "no new batch from a bucket being let go"
+    assert b.tick() == {}
+    a.settled([2])
+    assert a.tick() == {1: 1}
+    assert b.tick() == {2: 2}
+
+
+def test_the_leases_count_as_valid_from_before_the_tick_less_a_margin(
+    leases: BucketLeases,
+) -> None:
+    clock = Clock()
+    holder = BucketHolder(leases, "a", LEASE, clock=clock)
+    assert not holder.valid(), "nothing held yet"
+    holder.want([3])
+    holder.tick()
+    clock.now += LEASE * (1 - LEASE_MARGIN) - 0.01
+    assert holder.valid()
+    clock.now += 0.02
+    assert not holder.valid()
+
+
+def test_a_failed_tick_does_not_extend_the_leases(leases: BucketLeases) -> None:
+    clock = Clock()
+    holder = BucketHolder(leases, "a", LEASE, clock=clock)
+    holder.want([3])
+    holder.tick()
+    valid_until = clock.now + LEASE * (1 - LEASE_MARGIN)
+    with connection.cursor() as cursor:
+        for statement in leases.dialect.schema.drop_statements(leases.dialect.schema.bucket_leases):
+            cursor.execute(statement)
+    clock.now += LEASE / 2
+    with pytest.raises(DatabaseError):
+        holder.tick()
+    clock.now = valid_until - 0.01
+    assert holder.valid()
+    clock.now = valid_until + 0.01
+    assert not holder.valid()
+    with connection.cursor() as cursor:  # for the fixture's drop
+        for statement in leases.dialect.schema.create_statements(leases.dialect.schema.bucket_leases):
+            cursor.execute(statement)
+
+
+def test_release_all_lets_every_bucket_go(leases: BucketLeases) -> None:
+    holder = BucketHolder(leases, "a", LEASE)
+    holder.want([4, 5])
+    holder.tick()
+    holder.release_all()
+    assert not holder.valid() and holder.held() == {}
+    assert leases.take("b", [4, 5], LEASE) == {4: 2, 5: 2}
