@@ -4,6 +4,7 @@ commit, side by side. Prints one table per database.
 
     python benchmarks/database_cost.py                      # against 871d0e9, PostgreSQL
     python benchmarks/database_cost.py --against 871d0e9 --vendors postgresql,mariadb
+    python benchmarks/database_cost.py --one-write          # and the one-write design's SQL
 
 The outbox lives in the application's primary database, the one resource a team cannot
 add more of by starting another process: this is the figure the relay's design is judged
@@ -21,6 +22,11 @@ Columns, per delivered event: the database server's CPU (all its processes, from
 log); the outbox rows updated (PostgreSQL: heap-only updates, which write no index entry,
 as a share) and deleted. Medians over the rounds; the last column is each tree's median
 database CPU per event against ``--against``'s.
+
+``--one-write`` adds a third contender on PostgreSQL: this tree's statements of the
+one-write design (docs/design/one-write.md) in a loop, as a relay alone would send them
+(:mod:`benchmarks.one_write_loop`): the fence, the ack and a claim that writes nothing.
+It publishes nothing, so its own CPU is not comparable; the database's is the figure.
 """
 
 from __future__ import annotations
@@ -57,12 +63,18 @@ from benchmarks.soak_report import table  # noqa: E402
 BASELINE = "871d0e9"
 
 
+#: How a tree's relay is started: as a user starts one, with the settings' defaults.
+RELAY = ("-m", "django", "outbox_relay", "--relay-id", "r0")
+
+
 @dataclass(frozen=True)
 class Tree:
-    """A source tree whose relay is measured: this one, or a commit's files."""
+    """A source tree whose relay is measured: this one, or a commit's files; ``command``
+    starts the relay (``--one-write``: the design's statements in a loop instead)."""
 
     name: str
     path: Path
+    command: tuple[str, ...] = RELAY
 
 
 def commit_tree(ref: str, base: Path) -> Tree:
@@ -116,7 +128,7 @@ def drain(database: Database, tree: Tree, events: int, aggregates: int, logs: Pa
     log = logs / f"relay-{tree.name}.log"
     with log.open("wb") as out:
         relay = subprocess.Popen(
-            [sys.executable, "-m", "django", "outbox_relay", "--relay-id", "r0"],
+            [sys.executable, *tree.command],
             cwd=tree.path, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         started(relay, log)
@@ -192,6 +204,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=290_000)
     parser.add_argument("--aggregates", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--one-write", action="store_true",
+                        help="add the one-write design's statements in a loop "
+                             "(benchmarks/one_write_loop.py; PostgreSQL)")
     parser.add_argument("--pg-bin", type=Path, default=None,
                         help="where initdb and postgres are (default: Debian's PostgreSQL 15)")
     args = parser.parse_args()
@@ -202,8 +217,11 @@ def main() -> None:
     if in_a_process_each(vendors, __file__):
         return
     with private_directory("ef-database-cost-") as base:
-        report(vendors[0], args, [Tree("this tree", ROOT), commit_tree(args.against, base)],
-               base)
+        trees = [Tree("this tree", ROOT), commit_tree(args.against, base)]
+        if args.one_write:
+            trees.append(Tree("one-write SQL loop", ROOT,
+                              (str(ROOT / "benchmarks" / "one_write_loop.py"),)))
+        report(vendors[0], args, trees, base)
 
 
 if __name__ == "__main__":

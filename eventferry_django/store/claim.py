@@ -186,9 +186,10 @@ class ClaimSql:
                        f"AND ({retry_at} IS NULL OR {retry_at} <= {now}))",
                        self.ops.now_plus(LEASE_OFFSET))
 
-    def claimable_status_sql(self, alias: str = "c") -> Fragment:
+    def claimable_status_sql(self, alias: str = "c", expired_leases: bool = True) -> Fragment:
         """The row's own state lets it be claimed (whatever precedes it)."""
-        return compose("(({}) OR {})", self.fresh_sql(alias), self.overdue_sql(alias))
+        return compose("(({}) OR {})", self.fresh_sql(alias),
+                       self.overdue_sql(alias, expired_leases))
 
     def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
         """No earlier row of the same aggregate is open (pending, claimed or failed)."""
@@ -216,11 +217,11 @@ class ClaimSql:
     #: written without a bucket (whose bucket stays NULL).
     window_order: ClassVar[tuple[str, ...]] = ("bucket", "id")
 
-    def unbroken_sql(self, alias: str, window: str) -> Fragment:
+    def unbroken_sql(self, alias: str, window: str, expired_leases: bool = True) -> Fragment:
         """1 while every row of ``window`` up to this one is claimable by its own state,
         0 from the first that is not: a chain stops there."""
         return compose(f"MIN(CASE WHEN {{}} THEN 1 ELSE 0 END) OVER ({window})",
-                       self.claimable_status_sql(alias))
+                       self.claimable_status_sql(alias, expired_leases))
 
     def claim_set_sql(self, alias: str = "o") -> str:
         """SET clause of a claim; an expired lease taken back counts as an attempt."""

@@ -20,7 +20,18 @@ from .ops import SqlOps
 from .postgresql_prepared import execute_prepared
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
+from .sql import (
+    BUCKETS,
+    HEADS,
+    IN_FLIGHT,
+    LIMIT,
+    WINDOW,
+    Fragment,
+    bind,
+    chain_share_sql,
+    compose,
+    param,
+)
 from .statistics_sql import StatisticsSql
 from .tables import JSON_COLUMNS, OPEN_STATUSES_SQL, Table
 
@@ -255,25 +266,39 @@ class PostgresqlClaim(ClaimSql):
             ") IS NULL"
         ), []
 
-    def oldest_heads_sql(self) -> Fragment:
+    def oldest_heads_sql(self, read_only: bool = False) -> Fragment:
         """Fresh heads read oldest first, at most :data:`~.sql.HEADS`, locked: the walk
         of the claim index in id order (each row probed as a head, rows another claim
         holds skipped), which ends where the window does, so it never walks the whole
-        backlog to find heads that are not there."""
+        backlog to find heads that are not there. ``read_only``: the one-write claim's,
+        which locks nothing and passes over the heads in flight (:meth:`in_flight_sql`)."""
         ops, q = self.ops, self.ops.quote
         order = ", ".join(f"c.{q(c)}" for c in self.oldest_order)
         return compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
             f"    FROM {ops.table} AS c\n"
-            "    WHERE {}\n"
+            "    WHERE {}{}\n"
             f"      AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w)\n"
             "      AND {}\n"
-            f"    ORDER BY {order} LIMIT {{}}{ops.skip_locked_sql}",
-            self.fresh_sql("c"), self.oldest_sql("f"), self.head_of_aggregate_sql("c"),
-            param(HEADS),
+            f"    ORDER BY {order} LIMIT {{}}{self._locking(read_only)}",
+            self.fresh_sql("c"), self.in_flight_sql("c", read_only), self.oldest_sql("f"),
+            self.head_of_aggregate_sql("c"), param(HEADS),
         )
 
-    def bucket_heads_sql(self) -> Fragment:
+    def in_flight_sql(self, alias: str, read_only: bool) -> Fragment:
+        """`` AND`` the row is not the first in flight of its aggregate (read-only claims
+        only: the others lock their heads and skip those others hold)."""
+        if not read_only:
+            return "", []
+        # NOT IN an uncorrelated subquery: PostgreSQL hashes it once per claim, where
+        # ``<> ALL(array)`` compares every candidate with every id in flight.
+        return compose(f" AND {alias}.{self.ops.quote('id')} NOT IN "
+                       "(SELECT unnest({}::bigint[]))", param(IN_FLIGHT))
+
+    def _locking(self, read_only: bool) -> str:
+        return "" if read_only else self.ops.skip_locked_sql
+
+    def bucket_heads_sql(self, read_only: bool = False) -> Fragment:
         """Fresh heads read bucket by bucket, at most :data:`~.sql.HEADS`, locked.
 
         The window: the first :data:`~.sql.WINDOW` fresh rows of each bucket in
@@ -296,27 +321,28 @@ class PostgresqlClaim(ClaimSql):
             "                ({})\n"
             f"            ) AS w ORDER BY w.{q('aggregate_id')}, w.{q('id')}\n"
             "        ) AS w WHERE {}))\n"
-            "      AND {}\n"
-            f"    ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            "      AND {}{}\n"
+            f"    ORDER BY c.{q('id')} LIMIT {{}}{self._locking(read_only)}",
             param(BUCKETS), self.window_sql(("= b.bucket", []), param(WINDOW)),
             self.window_sql(("IS NULL", []), param(HEADS)), self.head_of_aggregate_sql("w"),
-            self.fresh_sql("c"), param(HEADS),
+            self.fresh_sql("c"), self.in_flight_sql("c", read_only), param(HEADS),
         )
 
-    def overdue_heads_sql(self, expired_leases: bool) -> Fragment:
+    def overdue_heads_sql(self, expired_leases: bool, read_only: bool = False) -> Fragment:
         """Overdue heads (few, found apart in the claim index), at most
         :data:`~.sql.HEADS`, locked; without ``expired_leases``, due retries and
         scheduled rows only."""
-        ops, q = self.ops, self.ops.quote
+        q = self.ops.quote
         return compose(
-            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c\n"
-            "    WHERE {} AND {}\n"
-            f"    ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
-            self.overdue_sql("c", expired_leases), self.head_of_aggregate_sql("c"),
-            param(HEADS),
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.ops.table} AS c\n"
+            "    WHERE {}{} AND {}\n"
+            f"    ORDER BY c.{q('id')} LIMIT {{}}{self._locking(read_only)}",
+            self.overdue_sql("c", expired_leases), self.in_flight_sql("c", read_only),
+            self.head_of_aggregate_sql("c"), param(HEADS),
         )
 
-    def claim_sql(self, by_bucket: bool = False, expired_leases: bool = True) -> Fragment:
+    def claim_sql(self, by_bucket: bool = False, expired_leases: bool = True,
+                  read_only: bool = False) -> Fragment:
         """The claim, with chains, as one statement.
 
         Only rows behind a head this statement holds (FOR UPDATE) are read into a chain,
@@ -332,7 +358,24 @@ class PostgresqlClaim(ClaimSql):
         """
         q = self.ops.quote
         window = f"ORDER BY c.{q('id')}"
-        return self.ops.statement(("claim", by_bucket, expired_leases), lambda: compose(
+        if read_only:
+            # The one-write claim: the same rows, read and handed out, nothing written.
+            # Each row is fetched by its primary key in a subquery that cannot be
+            # flattened (LIMIT 1): a generic plan made while the table was empty read
+            # ``id = ANY(ARRAY(...))`` as a scan of the whole table, 51 ms a claim at
+            # 20,000 rows.
+            expired_leases = False
+            take = (f"SELECT {self.returned_columns()} FROM picked AS p CROSS JOIN LATERAL "
+                    f"(SELECT * FROM {self.ops.table} AS r WHERE r.{q('id')} = p.{q('id')} "
+                    "LIMIT 1) AS o")
+        else:
+            # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
+            # the CTE's size; a join may be planned as a scan of the whole table.
+            take = (f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')}\n"
+                    f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked))\n"
+                    f"RETURNING {self.returned_columns()}")
+        key = ("claim", by_bucket, expired_leases, read_only)
+        return self.ops.statement(key, lambda: compose(
             "WITH fresh AS (\n"
             "    {}\n"
             "), overdue AS (\n"
@@ -359,14 +402,12 @@ class PostgresqlClaim(ClaimSql):
             "    ) AS chain\n"
             "    ORDER BY 1 LIMIT {}\n"
             ")\n"
-            # = ANY(ARRAY(...)): primary key lookups whatever the planner guesses about
-            # the CTE's size; a join may be planned as a scan of the whole table.
-            f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')}\n"
-            f"WHERE o.{q('id')} = ANY(ARRAY(SELECT {q('id')} FROM picked))\n"
-            f"RETURNING {self.returned_columns()}",
-            self.bucket_heads_sql() if by_bucket else self.oldest_heads_sql(),
-            self.overdue_heads_sql(expired_leases), param(HEADS),
-            self.unbroken_sql("c", window),
+            f"{take}",
+            self.bucket_heads_sql(read_only) if by_bucket else self.oldest_heads_sql(read_only),
+            self.overdue_heads_sql(expired_leases, read_only), param(HEADS),
+            # A chain may run through expired leases even when the heads are not looked
+            # for among them; a read-only claim's relay has no leases to expire.
+            self.unbroken_sql("c", window, expired_leases=not read_only),
             chain_share_sql("h.rank", "(SELECT COUNT(*) FROM heads)", least=True), param(LIMIT),
         ))
 
