@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, connections
 
 from eventferry_django.models import OutboxEvent
 from eventferry_django.store.claim import ClaimRequest
@@ -137,6 +137,36 @@ def test_never_analysed_counts_as_stale_and_other_vendors_do_nothing() -> None:
 
 
 # -- PostgreSQL, on the server ------------------------------------------------------------
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'",
+                    reason="the plans the keeper drops are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_lost_under_the_plan_drop_goes_up_as_the_outage_it_is() -> None:
+    """The relay's connection killed while it was idle, and the plan drop after an empty
+    claim the first statement to meet it: the error goes up, for the relay to report the
+    outage, instead of a warning about plans and a silent reconnection (a CI failure:
+    the relay recovered but logged no outage)."""
+    store = OutboxStore()
+    with store.connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    killer = connections.create_connection("default")
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            while cursor.fetchone()[0]:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+    finally:
+        killer.close()
+    try:
+        with pytest.raises(OperationalError):
+            StatisticsKeeper(store).forget_plans()
+    finally:
+        store.connection.close()  # the test's teardown connects again
+    # Connected again, the next drop works.
+    StatisticsKeeper(store).forget_plans()
+
 
 def fill(statuses: str, count: int, prefix: str) -> None:
     """``count`` rows over AGGREGATES aggregates; ``statuses`` 'done' or 'pending'."""

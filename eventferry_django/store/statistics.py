@@ -99,6 +99,8 @@ class StatisticsKeeper:
             self._refreshed_at = now
             self.refresh()
         except DatabaseError as exc:
+            if self._connection_lost():
+                raise
             logger.warning("could not refresh the outbox's statistics: %s", exc)
             return False
         self.refreshes += 1
@@ -126,7 +128,16 @@ class StatisticsKeeper:
             with self.store.connection.cursor() as cursor:
                 cursor.execute(sql)
         except DatabaseError as exc:
+            if self._connection_lost():
+                raise
             logger.warning("could not drop the relay's cached plans: %s", exc)
+
+    def _connection_lost(self) -> bool:
+        """Whether the error left the connection unusable: then it goes up, as from any
+        other statement, the relay's outage to report and recover from. Swallowed here,
+        the relay reconnected silently at its next pass, and a connection killed while it
+        was idle went unreported whenever this statement was the first to meet it."""
+        return not self.store.connection.is_usable()
 
     def believed_open_rows(self) -> float | None:
         """The planner's belief (None: it has none, the table was never analysed)."""
