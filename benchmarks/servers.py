@@ -62,6 +62,10 @@ def wait_for_port(port: int, timeout: float = START_TIMEOUT, host: str = "127.0.
             time.sleep(0.1)
 
 
+#: First starts tried, each on a port picked anew, while another process takes the port.
+PORT_ATTEMPTS = 5
+
+
 class PrivateServer:
     """One server process of our own: ``start``, ``stop``, ``restart``, cleaned up on exit."""
 
@@ -85,11 +89,34 @@ class PrivateServer:
         self.base.mkdir(parents=True)
         self.initialise()
         try:
-            self.start()
+            self._start_on_a_free_port()
         except BaseException:
             self.stop(crash=True)
             raise
         return self
+
+    def _start_on_a_free_port(self) -> None:
+        """The first start. The port was free when :func:`free_port` picked it, but
+        another process may bind it before the server does (seconds later, after
+        initdb): where the server says so (:meth:`port_taken`), it starts again on a port
+        picked anew. A restart keeps its port: its clients know it."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            logged = self.log.stat().st_size if self.log.exists() else 0
+            try:
+                self.start()
+                return
+            except RuntimeError:
+                if attempt == PORT_ATTEMPTS or not self.port_taken(since=logged):
+                    raise
+            self.port = free_port()
+
+    def port_taken(self, since: int) -> bool:
+        """Whether the server's log after byte ``since`` says another process had its port."""
+        if not self.log.exists():
+            return False
+        with self.log.open("rb") as log:
+            log.seek(since)
+            return b"Address already in use" in log.read()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
@@ -159,6 +186,9 @@ class PrivatePostgres(PrivateServer):
         subprocess.run(argv, check=True, capture_output=True, cwd=self.base)
 
     def start(self) -> None:
+        # Ours, left by a server of ours that is gone: its "ready" must not be read as the
+        # new one's.
+        (self.data / "postmaster.pid").unlink(missing_ok=True)
         self.process = self._spawn(
             [str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port),
              "-c", f"listen_addresses={self.host}", "-c", f"unix_socket_directories={self.base}",
@@ -168,13 +198,23 @@ class PrivatePostgres(PrivateServer):
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
-        while subprocess.run([str(PG_BIN / "pg_isready"), "-h", self.host, "-p",
-                              str(self.port), "-q"]).returncode != 0:
+        while not self._ready():
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"PostgreSQL exited; see {self.log}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"PostgreSQL did not start; see {self.log}")
             time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        """Whether our postmaster says it accepts connections (the status line of its pid
+        file). Not a probe of the port: that can reach another server which took the
+        port first, while ours exits for want of it (a CI failure: "ready", then
+        "connection refused" once the other server had gone)."""
+        try:
+            lines = (self.data / "postmaster.pid").read_text().splitlines()
+        except FileNotFoundError:
+            return False
+        return len(lines) >= 8 and lines[7].strip() == "ready"
 
     def stop(self, crash: bool = False) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -133,3 +134,26 @@ def test_a_crash_mid_drain_then_a_full_drain_through_the_open_rows_indexes(
     assert counts(server) == {2: DONE + 2 * BACKLOG}, relay_log[-3000:]  # nothing dead
     assert entries <= MAX_ENTRIES_PER_EVENT * drained, (entries, drained, relay_log[-3000:])
     assert "outbox statistics refreshed" in relay_log
+
+
+def test_a_private_postgres_whose_port_is_taken_before_it_binds_starts_on_another() -> None:
+    """Another process binds the port picked for a private PostgreSQL before the server
+    does (the suite's processes pick ports side by side): the server starts on another
+    port, and is reached there. Before, its readiness probe could answer for whatever had
+    the port while the server itself exited (a CI failure of the soak: "connection
+    refused" right after "ready")."""
+    base = Path(tempfile.mkdtemp(prefix="ef-port-taken-"))
+    base.chmod(0o755)
+    try:
+        server = PrivatePostgres(base / "pg")
+        taken = server.port
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", taken))
+            squatter.listen()
+            with server:
+                assert server.port != taken
+                with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres",
+                                     dbname="postgres") as conn:
+                    assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
