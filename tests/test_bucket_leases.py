@@ -27,7 +27,9 @@ def leases() -> Iterator[BucketLeases]:
     schema = store.dialect.schema
     table = schema.bucket_leases
     with connection.cursor() as cursor:
-        for statement in schema.create_statements(table):
+        # Dropped first: a kept test database (SQL Server's) may hold one from a run that
+        # was killed, with its leases.
+        for statement in [*schema.drop_statements(table), *schema.create_statements(table)]:
             cursor.execute(statement)
         cursor.execute(*store.sql.seed())
     yield store
