@@ -143,6 +143,11 @@ class TableName:
         return TableName(f"{self.table}_buckets", self.schema, role="Bucket leases")
 
     @property
+    def in_flight(self) -> TableName:
+        """The table beside this outbox that lists each relay's batches in flight."""
+        return TableName(f"{self.table}_in_flight", self.schema, role="Batches in flight")
+
+    @property
     def task_results(self) -> TableName:
         """The table beside this outbox where the Django tasks enqueued through it record
         their results."""

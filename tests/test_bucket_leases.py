@@ -1,20 +1,19 @@
-"""The bucket leases on a real database: taking, renewing and releasing buckets, the
-epochs that every take raises, and the fence that keeps a relay that lost a bucket from
-settling its rows (store/bucket_leases.py)."""
+"""The bucket leases on a real database: taking, renewing and releasing buckets, and the
+epochs that every take raises (store/bucket_leases.py)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
-from django.db import DatabaseError, connection, connections, transaction
+from django.db import DatabaseError, connection, transaction
 
+from eventferry_django import NewEvent, publish_events
 from eventferry_django.contract import BUCKETS
+from eventferry_django.models import OutboxEvent
 from eventferry_django.relay.bucket_holder import LEASE_MARGIN, BucketHolder
 from eventferry_django.store.bucket_leases import BucketLeases
-
-from .engine_gaps import babelfish_gap
+from eventferry_django.store.in_flight_journal import InFlightJournal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,19 +22,22 @@ LEASE = 60.0
 
 @pytest.fixture
 def leases() -> Iterator[BucketLeases]:
+    """The bucket leases, seeded, and the batches in flight that a take sweeps."""
     store = BucketLeases()
     schema = store.dialect.schema
-    table = schema.bucket_leases
+    tables = (schema.bucket_leases, schema.in_flight)
     with connection.cursor() as cursor:
-        # Dropped first: a kept test database (SQL Server's) may hold one from a run that
-        # was killed, with its leases.
-        for statement in [*schema.drop_statements(table), *schema.create_statements(table)]:
-            cursor.execute(statement)
+        # Dropped first: a kept test database (SQL Server's) may hold them from a run
+        # that was killed, with its leases.
+        for table in tables:
+            for statement in [*schema.drop_statements(table), *schema.create_statements(table)]:
+                cursor.execute(statement)
         cursor.execute(*store.sql.seed())
     yield store
     with connection.cursor() as cursor:
-        for statement in schema.drop_statements(table):
-            cursor.execute(statement)
+        for table in tables:
+            for statement in schema.drop_statements(table):
+                cursor.execute(statement)
 
 
 def expire(store: BucketLeases, *buckets: int) -> None:
@@ -96,50 +98,6 @@ def test_release_lets_go_of_own_buckets_only_and_the_next_taker_raises_the_epoch
     assert leases.renew("b", LEASE) == {}
 
 
-def test_the_fence_passes_only_buckets_held_under_the_epoch_claimed_under(
-    leases: BucketLeases,
-) -> None:
-    leases.take("a", [1, 2, 3], LEASE)
-    expire(leases, 3)
-    leases.take("b", [3], LEASE)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # 1: held as claimed; 2: claimed under an older epoch; 3: taken by b; 9: never held.
-        assert leases.fenced(cursor, "a", {1: 1, 2: 0, 3: 1, 9: 1}) == {1}
-        assert leases.fenced(cursor, "b", {3: 2}) == {3}
-
-
-@babelfish_gap("locking-hints-ignored", "its shared lock does not hold a takeover back")
-@pytest.mark.skipif("connection.vendor == 'sqlite'",
-                    reason="SQLite's single writer keeps a settlement and a takeover apart")
-def test_a_takeover_waits_for_the_settlement_that_holds_the_fence(
-    leases: BucketLeases,
-) -> None:
-    """Relay a's lease on bucket 5 has run out, but its settlement already passed the
-    fence: b's takeover waits until that settlement commits, and once the takeover has
-    committed a's next fence fails."""
-    leases.take("a", [5], LEASE)
-    expire(leases, 5)
-    taken: dict[int, int] = {}
-
-    def take_over() -> None:
-        try:
-            taken.update(BucketLeases().take("b", [5], LEASE))
-        finally:
-            connections.close_all()
-
-    with transaction.atomic(), connection.cursor() as cursor:
-        assert leases.fenced(cursor, "a", {5: 1}) == {5}
-        taker = threading.Thread(target=take_over)
-        taker.start()
-        taker.join(1.0)
-        assert taker.is_alive(), "the takeover did not wait for the fenced settlement"
-    taker.join(30)
-    assert not taker.is_alive()
-    assert taken == {5: 2}
-    with transaction.atomic(), connection.cursor() as cursor:
-        assert leases.fenced(cursor, "a", {5: 1}) == set()
-
-
 # -- a relay's holder of its buckets (relay/bucket_holder.py) ----------------------------
 
 class Clock:
@@ -155,7 +113,7 @@ class Clock:
 def test_holders_take_what_their_shares_name_and_nothing_another_holds(
     leases: BucketLeases,
 ) -> None:
-    a, b = BucketHolder(leases, "a", LEASE), BucketHolder(leases, "b", LEASE)
+    a, b = BucketHolder(leases, InFlightJournal(), "a", LEASE), BucketHolder(leases, InFlightJournal(), "b", LEASE)
     a.want(range(0, 128))
     b.want(range(128, 256))
     assert set(a.tick()) == set(range(0, 128))
@@ -164,10 +122,35 @@ def test_holders_take_what_their_shares_name_and_nothing_another_holds(
     assert set(a.tick()) == set(range(0, 128))
 
 
+def test_a_bucket_taken_from_a_relay_whose_lease_ran_out_is_swept_from_its_batches(
+    leases: BucketLeases,
+) -> None:
+    with transaction.atomic():
+        publish_events([NewEvent("t", {"n": n}, "agg", a) for n, a in enumerate("xyx")])
+    (first, bucket), (second, other), (third, _) = OutboxEvent.objects.order_by(
+        "id").values_list("id", "bucket")
+    assert bucket != other, "two aggregates in one bucket: pick others"
+    journal = InFlightJournal()
+    a, b = BucketHolder(leases, journal, "a", LEASE), BucketHolder(leases, journal, "b", LEASE)
+    a.want([bucket, other])
+    epochs = a.tick()
+    with transaction.atomic(), connection.cursor() as cursor:
+        journal.record(cursor, "a", 1, [first, second, third])
+    expire(leases, bucket)
+    b.want([bucket])
+    assert b.tick() == {bucket: epochs[bucket] + 1}
+    [batch] = journal.entries()
+    assert (batch.relay, batch.taken, batch.ids) == ("a", 2, [second])
+    assert dict(OutboxEvent.objects.values_list("id", "attempts")) == {first: 1, second: 0,
+                                                                        third: 1}
+    b.tick()  # holding it already: nothing more is swept
+    assert OutboxEvent.objects.get(id=first).attempts == 1
+
+
 def test_a_bucket_moves_only_once_its_batches_in_flight_are_settled(
     leases: BucketLeases,
 ) -> None:
-    a, b = BucketHolder(leases, "a", LEASE), BucketHolder(leases, "b", LEASE)
+    a, b = BucketHolder(leases, InFlightJournal(), "a", LEASE), BucketHolder(leases, InFlightJournal(), "b", LEASE)
     a.want([1, 2])
     a.tick()
     a.sent([2])
@@ -185,7 +168,7 @@ def test_the_leases_count_as_valid_from_before_the_tick_less_a_margin(
     leases: BucketLeases,
 ) -> None:
     clock = Clock()
-    holder = BucketHolder(leases, "a", LEASE, clock=clock)
+    holder = BucketHolder(leases, InFlightJournal(), "a", LEASE, clock=clock)
     assert not holder.valid(), "nothing held yet"
     holder.want([3])
     holder.tick()
@@ -197,7 +180,7 @@ def test_the_leases_count_as_valid_from_before_the_tick_less_a_margin(
 
 def test_a_failed_tick_does_not_extend_the_leases(leases: BucketLeases) -> None:
     clock = Clock()
-    holder = BucketHolder(leases, "a", LEASE, clock=clock)
+    holder = BucketHolder(leases, InFlightJournal(), "a", LEASE, clock=clock)
     holder.want([3])
     holder.tick()
     valid_until = clock.now + LEASE * (1 - LEASE_MARGIN)
@@ -217,7 +200,7 @@ def test_a_failed_tick_does_not_extend_the_leases(leases: BucketLeases) -> None:
 
 
 def test_release_all_lets_every_bucket_go(leases: BucketLeases) -> None:
-    holder = BucketHolder(leases, "a", LEASE)
+    holder = BucketHolder(leases, InFlightJournal(), "a", LEASE)
     holder.want([4, 5])
     holder.tick()
     holder.release_all()

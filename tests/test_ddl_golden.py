@@ -16,6 +16,7 @@ from sqlglot import exp
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.bucket_leases import BucketLeaseSql
+from eventferry_django.store.in_flight_journal import InFlightSql, JournalEntry
 from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
@@ -179,6 +180,8 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
     renders these the same way."""
     lease = "2026-11-21 12:00:00.123"
     leases = BucketLeaseSql(dialect.ops)
+    journal = InFlightSql(dialect.ops)
+    swept = JournalEntry("relay-a", 7, "2026-11-21 12:00:00.123", 0, [1, 2, 3])
     return {
         "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3], lease),
         "fail": lambda c: dialect.settlement.fail(
@@ -199,8 +202,19 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "release_buckets": lambda c: c.execute(*leases.release("relay-a", [7])),
         "release_all_buckets": lambda c: c.execute(*leases.release("relay-a")),
         "held_buckets": lambda c: c.execute(*leases.held("relay-a")),
-        "fence_buckets": lambda c: c.execute(*leases.fence("relay-a", [3, 7])),
         "bucket_holders": lambda c: c.execute(*leases.holders()),
+        # The batches in flight (store/in_flight_journal.py).
+        "record_batch": lambda c: c.execute(*journal.record("relay-a", 7, [1, 2, 5])),
+        "forget_whole_batch": lambda c: c.execute(*journal.forget_whole("relay-a", 7)),
+        "lock_batch": lambda c: c.execute(*journal.lock("relay-a", 7)),
+        "batch_events": lambda c: c.execute(*journal.events_of("relay-a", 7)),
+        "forget_batch": lambda c: c.execute(*journal.forget("relay-a", 7)),
+        "batches_in_flight": lambda c: c.execute(*journal.entries()),
+        "relay_batches_in_flight": lambda c: c.execute(*journal.entries("relay-a")),
+        "batch_rows_in_buckets": lambda c: c.execute(*journal.in_buckets([1, 2, 3], [7, 9])),
+        "shrink_batch": lambda c: c.execute(*journal.shrink(swept, [3], 2)),
+        "shrink_batch_to_nothing": lambda c: c.execute(*journal.shrink(swept, {}, 3)),
+        "count_attempt": lambda c: c.execute(*journal.count_attempt([1, 2])),
     }
 
 

@@ -6,6 +6,8 @@ falls behind keeps what it has rather than reaching for more (namastack-outbox #
 renewal queued behind other work lost its leases). A bucket the share no longer names is
 released only once none of its batches is in flight, so whoever takes it next starts
 where this relay's settlements ended and nothing is delivered twice in a clean handover.
+A bucket taken from a relay whose lease ran out is swept out of that relay's batches in
+flight in the take's transaction (:meth:`.InFlightJournal.sweep`).
 
 **Until when.** The relay must not hand a batch to the broker once its leases may have
 run out: by then another relay may hold its buckets. Every lease the database renews or
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from django.db import Error, connections
 
 from ..store.bucket_leases import BucketLeases
+from ..store.in_flight_journal import InFlightJournal
 from .ticker import Ticker
 
 logger = logging.getLogger(__name__)
@@ -43,9 +46,10 @@ class BucketHolder:
     accounting are called from the relay's thread; :meth:`tick` from the holder's own
     (:meth:`start`) or, in tests, from the caller's."""
 
-    def __init__(self, leases: BucketLeases, instance: str, lease: float, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, leases: BucketLeases, journal: InFlightJournal, instance: str,
+                 lease: float, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.leases = leases
+        self.journal = journal
         self.instance = instance
         self.lease = lease
         self._clock = clock
@@ -108,7 +112,9 @@ class BucketHolder:
             held = {b: e for b, e in held.items() if b not in idle}
         missing = wanted - held.keys()
         if missing:
-            held = self.leases.take(self.instance, missing, self.lease)
+            held = self.leases.take(
+                self.instance, missing, self.lease,
+                then=lambda cursor, taken: self.journal.sweep(cursor, self.instance, taken))
         with self._lock:
             self._held = held
             self._valid_until = max(self._valid_until,

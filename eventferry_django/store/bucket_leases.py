@@ -6,20 +6,16 @@ which raises each bucket's epoch; renews all it holds in one UPDATE; and release
 bucket only once its batches in flight from it are settled. Every time is the database's
 clock, so relays on machines whose clocks disagree still agree on who holds what.
 
-**The fence.** A settlement first reads the rows of the buckets its batch was claimed
-under with a shared lock held to its commit (:meth:`BucketLeaseSql.fence`) and settles
-only the rows of buckets whose owner and epoch are still the ones it claimed under. A
-takeover's UPDATE of those rows waits for that commit, and once a takeover has committed
-no settlement under the old epoch can match. The fence does not look at ``expires_at``:
-while the epoch is unchanged nobody has taken the bucket, and under the lock nobody can
-until the settlement commits.
+A relay that lost a bucket cannot settle the rows it claimed from it: the taker takes
+them out of its batches in flight (:mod:`.in_flight_journal`), and the epoch says which
+batches were claimed before the take.
 
 Every statement is a :data:`~.sql.Fragment`; :class:`BucketLeases` runs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ..contract import BUCKETS
@@ -94,14 +90,6 @@ class BucketLeaseSql:
                 f"WHERE {self.owner} = %s AND {self._live()} ORDER BY {self.bucket}",
                 [instance])
 
-    def fence(self, instance: str, buckets: Collection[int]) -> Fragment:
-        """The epochs under which ``instance`` holds ``buckets``, share-locked until the
-        transaction ends: no takeover of them commits before it does."""
-        within, params = self._buckets_in(buckets)
-        return (f"SELECT {self.bucket}, {self.epoch} FROM {self.table}{self.ops.share_lock_hint} "
-                f"WHERE {self.owner} = %s AND {within}{self.ops.share_lock_sql}",
-                [instance, *params])
-
     def holders(self) -> Fragment:
         """Every bucket's owner (None: free), epoch and whether its lease still runs."""
         live = f"CASE WHEN {self._live()} THEN 1 ELSE 0 END"
@@ -121,14 +109,24 @@ class BucketLeases(BoundStore):
         super().__init__(using)
         self.sql = BucketLeaseSql(self.dialect.ops)
 
-    def take(self, instance: str, buckets: Collection[int], lease: float) -> dict[int, int]:
+    def take(self, instance: str, buckets: Collection[int], lease: float, *,
+             then: Callable[[Any, Mapping[int, int]], object] | None = None
+             ) -> dict[int, int]:
         """Take what is free or expired of ``buckets``; returns every bucket ``instance``
-        holds afterwards with its epoch (a bucket whose epoch moved was taken now)."""
+        holds afterwards with its epoch (a bucket whose epoch moved was taken now).
+        ``then`` runs in the same transaction with the cursor and those of ``buckets``
+        held, by epoch: the sweep of the batches claimed from them before
+        (:meth:`.InFlightJournal.sweep`)."""
         def run(cursor: Any) -> dict[int, int]:
             if buckets:
                 cursor.execute(*self.sql.take(instance, buckets, _ms(lease)))
             cursor.execute(*self.sql.held(instance))
-            return _epochs(cursor)
+            held = _epochs(cursor)
+            if then is not None:
+                taken = {b: held[b] for b in buckets if b in held}
+                if taken:
+                    then(cursor, taken)
+            return held
         return self._run(run)
 
     def renew(self, instance: str, lease: float) -> dict[int, int]:
@@ -145,16 +143,6 @@ class BucketLeases(BoundStore):
             return 0
         return self._run(lambda cursor: _rowcount(cursor, self.sql.release(instance, buckets)),
                          atomic=False)
-
-    def fenced(self, cursor: Any, instance: str, leases: Mapping[int, int]) -> set[int]:
-        """In the caller's transaction: those of ``leases`` (bucket to the epoch claimed
-        under) that ``instance`` still holds under that epoch, locked against takeovers
-        until the transaction ends. Rows of the other buckets must not be settled."""
-        if not leases:
-            return set()
-        cursor.execute(*self.sql.fence(instance, leases.keys()))
-        held = _epochs(cursor)
-        return {bucket for bucket, epoch in leases.items() if held.get(bucket) == epoch}
 
     def holders(self) -> list[tuple[int, str | None, int, bool]]:
         """Every bucket, its owner, its epoch and whether the lease runs, by bucket."""

@@ -189,9 +189,6 @@ class MicrosoftOps(SqlOps):
     vendor = "microsoft"
     now_sql = "SYSUTCDATETIME()"
     first_row = ("TOP (1) ", "")
-    # HOLDLOCK keeps the shared locks to the end of the transaction; READCOMMITTEDLOCK
-    # takes them under RCSI (the Azure SQL default) too, where a plain read takes none.
-    share_lock_hint = " WITH (READCOMMITTEDLOCK, HOLDLOCK, ROWLOCK)"
     # Times are bound at the column's precision: a DATETIME2(7) parameter would compare
     # unequal to a lease it should match, and a millisecond DATEADD overflows at ~24.8 days.
     timestamp_placeholder = "CAST(%s AS DATETIME2(3))"

@@ -30,6 +30,7 @@ class MicrosoftSchema(SchemaSql):
         "text255": "NVARCHAR(255)",
         "text4000": "NVARCHAR(4000)",
         "json": "NVARCHAR(MAX)",
+        "text": "NVARCHAR(MAX)",
         "tinyint": "TINYINT",
         "int": "INT",
         "timestamp": "DATETIME2(3)",

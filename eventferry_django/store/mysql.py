@@ -59,6 +59,7 @@ class MysqlSchema(SchemaSql):
         "text255": "VARCHAR(255)",
         "text4000": "VARCHAR(4000)",
         "json": "JSON",
+        "text": "MEDIUMTEXT",
         "tinyint": "TINYINT UNSIGNED",
         "int": "INT",
         "timestamp": "DATETIME(3)",
@@ -143,8 +144,6 @@ class MysqlOps(SqlOps):
     vendor = "mysql"
     now_sql = "UTC_TIMESTAMP(3)"
     skip_locked_sql = " FOR UPDATE SKIP LOCKED"
-    # MariaDB has no FOR SHARE; MySQL 8 reads this as FOR SHARE.
-    share_lock_sql = " LOCK IN SHARE MODE"
 
     def now_plus_sql(self) -> str:
         return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"

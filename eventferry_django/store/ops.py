@@ -26,12 +26,6 @@ class SqlOps:
     #: The locking clause of a scan that takes rows no other transaction holds (vendors
     #: with SKIP LOCKED).
     skip_locked_sql: ClassVar[str] = ""
-    #: The locking clause of a read whose rows no other transaction may change until this
-    #: one ends (a shared lock: other readers pass), after the query; and the table hint
-    #: that does so where the vendor spells it there instead. Neither on SQLite, whose
-    #: single writer already keeps a write transaction's reads unchanged.
-    share_lock_sql: ClassVar[str] = ""
-    share_lock_hint: ClassVar[str] = ""
     #: How a query asks for its first row only: before the columns, after ORDER BY.
     first_row: ClassVar[tuple[str, str]] = ("", " LIMIT 1")
     #: A statement that opens each of the relay's own transactions, tuning them: above

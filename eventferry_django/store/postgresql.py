@@ -84,6 +84,7 @@ class PostgresqlSchema(SchemaSql):
         "text255": "VARCHAR(255)",
         "text4000": "VARCHAR(4000)",
         "json": "JSONB",
+        "text": "TEXT",
         "tinyint": "SMALLINT",
         "int": "INTEGER",
         "timestamp": "TIMESTAMP(3) WITH TIME ZONE",

@@ -25,6 +25,7 @@ from .tables import (
     bucket_index,
     bucket_leases_table,
     contract_indexes,
+    in_flight_table,
     inbox_table,
     outbox_table,
     registry_table,
@@ -81,6 +82,11 @@ class SchemaSql:
     def bucket_leases(self) -> Table:
         """The bucket leases beside this outbox."""
         return bucket_leases_table(self.ops.name.bucket_leases)
+
+    @property
+    def in_flight(self) -> Table:
+        """The batches in flight beside this outbox."""
+        return in_flight_table(self.ops.name.in_flight)
 
     @property
     def task_results(self) -> Table:

@@ -63,6 +63,7 @@ class SqliteSchema(SchemaSql):
         "text255": "VARCHAR(255)",
         "text4000": "VARCHAR(4000)",
         "json": "TEXT",
+        "text": "TEXT",
         "tinyint": "SMALLINT",
         "int": "INTEGER",
         "timestamp": "DATETIME",

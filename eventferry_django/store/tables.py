@@ -93,6 +93,23 @@ BUCKET_LEASE_COLUMNS: tuple[Column, ...] = (
     Column("expires_at", "timestamp", nullable=True),
 )
 
+#: The batches in flight (the one-write design's journal): one row per batch a relay has
+#: claimed and not settled, written with the claim and deleted by the settlement.
+#: ``relay`` is the relay instance (as the bucket leases name it) and ``batch`` its own
+#: number for the batch; ``events`` the batch's rows by bucket, with the epoch each
+#: bucket was claimed under (:mod:`~eventferry_django.store.in_flight_journal`).
+#: ``taken`` counts the rows other relays took over from the batch since; while it is 0
+#: the batch is whole, and its settlement needs to read nothing back.
+IN_FLIGHT_COLUMNS: tuple[Column, ...] = (
+    Column("id", "id"),
+    Column("relay", "text64"),
+    Column("batch", "int"),
+    Column("claimed_at", "timestamp", default="now"),
+    Column("event_count", "int"),
+    Column("taken", "int", default="zero"),
+    Column("events", "text"),
+)
+
 #: The results of Django tasks enqueued through the outbox
 #: (:class:`~eventferry_django.task_backend.OutboxTaskBackend`): one row per task, written
 #: with its outbox row and updated by the worker that runs it. ``result_id`` is the
@@ -296,6 +313,13 @@ def bucket_leases_table(name: TableName) -> Table:
     key (no other index: every statement names its buckets or its owner's few)."""
     return Table(name, BUCKET_LEASE_COLUMNS,
                  uniques=(Unique(f"UQ_{name.table}_bucket", ("bucket",)),))
+
+
+def in_flight_table(name: TableName) -> Table:
+    """The batches in flight named ``name``: a few rows per relay, found by relay and
+    batch through its unique key."""
+    return Table(name, IN_FLIGHT_COLUMNS,
+                 uniques=(Unique(f"UQ_{name.table}_batch", ("relay", "batch")),))
 
 
 def task_results_table(name: TableName) -> Table:

@@ -46,11 +46,41 @@ UPDATE [messaging].[outbox_buckets] SET [owner] = NULL, [expires_at] = NULL WHER
 -- held_buckets ['relay-a']
 SELECT [bucket], [epoch] FROM [messaging].[outbox_buckets] WHERE [owner] = %s AND [expires_at] > SYSUTCDATETIME() ORDER BY [bucket];
 
--- fence_buckets ['relay-a', 3, 7]
-SELECT [bucket], [epoch] FROM [messaging].[outbox_buckets] WITH (READCOMMITTEDLOCK, HOLDLOCK, ROWLOCK) WHERE [owner] = %s AND [bucket] IN (%s, %s);
-
 -- bucket_holders []
 SELECT [bucket], [owner], [epoch], CASE WHEN [expires_at] > SYSUTCDATETIME() THEN 1 ELSE 0 END FROM [messaging].[outbox_buckets] ORDER BY [bucket];
+
+-- record_batch ['relay-a', 7, 3, '1,1,3']
+INSERT INTO [messaging].[outbox_in_flight] ([relay], [batch], [event_count], [events]) VALUES (%s, %s, %s, %s);
+
+-- forget_whole_batch ['relay-a', 7]
+DELETE FROM [messaging].[outbox_in_flight] WHERE [relay] = %s AND [batch] = %s AND [taken] = 0;
+
+-- lock_batch ['relay-a', 7]
+UPDATE [messaging].[outbox_in_flight] SET [taken] = [taken] WHERE [relay] = %s AND [batch] = %s;
+
+-- batch_events ['relay-a', 7]
+SELECT [events] FROM [messaging].[outbox_in_flight] WHERE [relay] = %s AND [batch] = %s;
+
+-- forget_batch ['relay-a', 7]
+DELETE FROM [messaging].[outbox_in_flight] WHERE [relay] = %s AND [batch] = %s;
+
+-- batches_in_flight []
+SELECT [relay], [batch], [claimed_at], [taken], [events] FROM [messaging].[outbox_in_flight] ORDER BY [claimed_at], [id];
+
+-- relay_batches_in_flight ['relay-a']
+SELECT [relay], [batch], [claimed_at], [taken], [events] FROM [messaging].[outbox_in_flight] WHERE [relay] = %s ORDER BY [claimed_at], [id];
+
+-- batch_rows_in_buckets ['[1, 2, 3]', 7, 9]
+SELECT [id] FROM [messaging].[outbox] WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [bucket] IN (%s, %s);
+
+-- shrink_batch ['3', 1, 2, 'relay-a', 7, 0]
+UPDATE [messaging].[outbox_in_flight] SET [events] = %s, [event_count] = %s, [taken] = [taken] + %s WHERE [relay] = %s AND [batch] = %s AND [taken] = %s;
+
+-- shrink_batch_to_nothing ['relay-a', 7, 0]
+DELETE FROM [messaging].[outbox_in_flight] WHERE [relay] = %s AND [batch] = %s AND [taken] = %s;
+
+-- count_attempt ['[1, 2]']
+UPDATE [messaging].[outbox] SET [attempts] = [attempts] + 1 WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] IN (0, 3);
 
 -- stored_message_ids ['m-1', 'm-2']
 SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);

@@ -46,9 +46,39 @@ UPDATE "outbox_buckets" SET "owner" = NULL, "expires_at" = NULL WHERE "owner" = 
 -- held_buckets ['relay-a']
 SELECT "bucket", "epoch" FROM "outbox_buckets" WHERE "owner" = %s AND "expires_at" > statement_timestamp() ORDER BY "bucket";
 
--- fence_buckets ['relay-a', 3, 7]
-SELECT "bucket", "epoch" FROM "outbox_buckets" WHERE "owner" = %s AND "bucket" IN (%s, %s) FOR SHARE;
-
 -- bucket_holders []
 SELECT "bucket", "owner", "epoch", CASE WHEN "expires_at" > statement_timestamp() THEN 1 ELSE 0 END FROM "outbox_buckets" ORDER BY "bucket";
+
+-- record_batch ['relay-a', 7, 3, '1,1,3']
+INSERT INTO "outbox_in_flight" ("relay", "batch", "event_count", "events") VALUES (%s, %s, %s, %s);
+
+-- forget_whole_batch ['relay-a', 7]
+DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s AND "taken" = 0;
+
+-- lock_batch ['relay-a', 7]
+UPDATE "outbox_in_flight" SET "taken" = "taken" WHERE "relay" = %s AND "batch" = %s;
+
+-- batch_events ['relay-a', 7]
+SELECT "events" FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s;
+
+-- forget_batch ['relay-a', 7]
+DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s;
+
+-- batches_in_flight []
+SELECT "relay", "batch", "claimed_at", "taken", "events" FROM "outbox_in_flight" ORDER BY "claimed_at", "id";
+
+-- relay_batches_in_flight ['relay-a']
+SELECT "relay", "batch", "claimed_at", "taken", "events" FROM "outbox_in_flight" WHERE "relay" = %s ORDER BY "claimed_at", "id";
+
+-- batch_rows_in_buckets [[1, 2, 3], 7, 9]
+SELECT "id" FROM "outbox" WHERE "id" = ANY(%s) AND "bucket" IN (%s, %s);
+
+-- shrink_batch ['3', 1, 2, 'relay-a', 7, 0]
+UPDATE "outbox_in_flight" SET "events" = %s, "event_count" = %s, "taken" = "taken" + %s WHERE "relay" = %s AND "batch" = %s AND "taken" = %s;
+
+-- shrink_batch_to_nothing ['relay-a', 7, 0]
+DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s AND "taken" = %s;
+
+-- count_attempt [[1, 2]]
+UPDATE "outbox" SET "attempts" = "attempts" + 1 WHERE "id" = ANY(%s) AND "status" IN (0, 3);
 
