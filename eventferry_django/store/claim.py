@@ -52,6 +52,12 @@ ALL_BUCKETS: tuple[int, ...] = tuple(range(BUCKETS))
 #: its rows, and its front rows are no heads.
 WINDOW_SPREAD = 2
 
+#: How many times as wide as its window a claim that writes nothing reads each window, to
+#: pass over the aggregates in flight there (the one-write design): their rows are still
+#: pending. The read is bounded, so a bucket whose every aggregate is in flight costs a
+#: claim that many rows, not the bucket's whole backlog.
+IN_FLIGHT_READS = 4
+
 
 @dataclass(frozen=True)
 class ClaimRequest:
@@ -111,33 +117,47 @@ class ClaimSql:
     def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[tuple[Any, ...]]:
+        """The one-write design's claim (docs/design/one-write.md): the rows :meth:`run`
+        would claim, read and handed out with nothing written, passing over the
+        aggregates ``in_flight``; no lease counts as expired, since none is written. In
+        the caller's transaction; lowest id first."""
+        raise NotImplementedError
+
     def statements(self) -> dict[str, Fragment]:
         """The statements :meth:`run` sends, by name, as committed in
         ``store/claims/<vendor>.sql`` (a statement built per request shows its shape for
         one bucket or head, as its docstring says)."""
         raise NotImplementedError
 
-    def slots(self, request: ClaimRequest) -> dict[str, Any]:
-        """The value of every slot of the claim's statements for ``request``."""
+    def slots(self, request: ClaimRequest, in_flight: Sequence[str] = ()) -> dict[str, Any]:
+        """The value of every slot of the claim's statements for ``request``, the
+        aggregates ``in_flight`` passed over by a claim that writes nothing."""
         return {"limit": request.rows, "heads": request.most_heads,
                 "max_chain": request.max_chain, "window": request.window,
                 "buckets": self.buckets_param(request.buckets or ()),
+                "in_flight": self.in_flight_param(in_flight),
                 "lease_offset": self.ops.offset_param(-request.lease_timeout_ms)}
 
     def buckets_param(self, buckets: Sequence[int]) -> Any:
         """``buckets`` as the :data:`~.sql.BUCKETS` slot binds them."""
         return list(buckets)
 
-    def oldest_sql(self, alias: str = "f") -> Fragment:
-        """The first :data:`~.sql.WINDOW` fresh rows in id order, ids and aggregates,
-        read from the claim index (in its own order, which for fresh rows is id
-        order): the window of a claim read oldest first."""
+    def in_flight_param(self, aggregates: Sequence[str]) -> Any:
+        """``aggregates`` as the :data:`~.sql.IN_FLIGHT` slot binds them."""
+        return list(aggregates)
+
+    def oldest_sql(self, alias: str = "f", count: Fragment | None = None) -> Fragment:
+        """The first :data:`~.sql.WINDOW` (or ``count``) fresh rows in id order, ids and
+        aggregates, read from the claim index (in its own order, which for fresh rows is
+        id order): the window of a claim read oldest first."""
         q = self.ops.quote
         order = ", ".join(f"{alias}.{q(c)}" for c in self.oldest_order)
         return compose(
             f"SELECT {alias}.{q('id')}, {alias}.{q('aggregate_id')} FROM {self.ops.table} "
             f"AS {alias} WHERE {{}} ORDER BY {order} LIMIT {{}}",
-            self.fresh_sql(alias), param(WINDOW))
+            self.fresh_sql(alias), count or param(WINDOW))
 
     #: The order a claim read oldest first reads its window in: the claim index's own,
     #: which for fresh rows (one status, no retry time) is id order.

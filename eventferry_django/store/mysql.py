@@ -303,8 +303,8 @@ class MysqlClaim(ClaimSql):
     # The indexes named: with ``id`` in the condition the optimizer may otherwise walk
     # the primary key through every done row (25,000 rows read for 35 heads), or read a
     # bucket's rows through the claim index and sort them.
-    def oldest_sql(self, alias: str = "f") -> Fragment:
-        return self._forced(super().oldest_sql(alias), alias, self.ops.name.claim_index)
+    def oldest_sql(self, alias: str = "f", count: Fragment | None = None) -> Fragment:
+        return self._forced(super().oldest_sql(alias, count), alias, self.ops.name.claim_index)
 
     def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
         return self._forced(super().window_sql(bucket, count), "f", self.ops.name.bucket_index)

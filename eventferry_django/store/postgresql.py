@@ -7,12 +7,12 @@ needed; the claim index is a true partial index with INCLUDE columns.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import Dialect
-from .claim import ClaimRequest, ClaimSql
+from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inserts import InsertSql
@@ -192,7 +192,6 @@ class PostgresqlOps(SqlOps):
     now_sql = "statement_timestamp()"
     timestamp_placeholder = "%s::timestamptz"
     skip_locked_sql = " FOR UPDATE OF c SKIP LOCKED"
-    share_lock_sql = " FOR SHARE"
     # All scoped to the relay's transaction; the application's commits stay durable.
     # A generic plan: the claim's plan does not depend on its limits (bounded reads of
     # the bucket index and the claim index), yet PostgreSQL would plan it afresh each
@@ -272,9 +271,13 @@ class PostgresqlClaim(ClaimSql):
         of the claim index in id order (each row probed as a head, rows another claim
         holds skipped), which ends where the window does, so it never walks the whole
         backlog to find heads that are not there. ``read_only``: the one-write claim's,
-        which locks nothing and passes over the heads in flight (:meth:`in_flight_sql`)."""
+        which locks nothing and passes over the aggregates in flight, in the window
+        (:meth:`passing_sql`) and in the walk."""
         ops, q = self.ops, self.ops.quote
         order = ", ".join(f"c.{q(c)}" for c in self.oldest_order)
+        window = (self.passing_sql(lambda count: self.oldest_sql("f", count)) if read_only
+                  else self.oldest_sql("f"))
+        walk = self.in_flight_sql("c") if read_only else ("", [])
         return compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
             f"    FROM {ops.table} AS c\n"
@@ -282,19 +285,30 @@ class PostgresqlClaim(ClaimSql):
             f"      AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w)\n"
             "      AND {}\n"
             f"    ORDER BY {order} LIMIT {{}}{self._locking(read_only)}",
-            self.fresh_sql("c"), self.in_flight_sql("c", read_only), self.oldest_sql("f"),
-            self.head_of_aggregate_sql("c"), param(HEADS),
+            self.fresh_sql("c"), walk, window, self.head_of_aggregate_sql("c"), param(HEADS),
         )
 
-    def in_flight_sql(self, alias: str, read_only: bool) -> Fragment:
-        """`` AND`` the row is not the first in flight of its aggregate (read-only claims
-        only: the others lock their heads and skip those others hold)."""
-        if not read_only:
-            return "", []
+    def in_flight_sql(self, alias: str) -> Fragment:
+        """`` AND`` the row's aggregate has no rows in flight (read-only claims only: the
+        others lock their heads and skip those others hold)."""
         # NOT IN an uncorrelated subquery: PostgreSQL hashes it once per claim, where
-        # ``<> ALL(array)`` compares every candidate with every id in flight.
-        return compose(f" AND {alias}.{self.ops.quote('id')} NOT IN "
-                       "(SELECT unnest({}::bigint[]))", param(IN_FLIGHT))
+        # ``<> ALL(array)`` compares every candidate with every aggregate in flight.
+        return compose(f" AND {alias}.{self.ops.quote('aggregate_id')} NOT IN "
+                       "(SELECT unnest({}::text[]))", param(IN_FLIGHT))
+
+    def passing_sql(self, window: Callable[[Fragment], Fragment],
+                    count: Fragment | None = None) -> Fragment:
+        """A read-only claim's window of ``count`` rows: ``window`` read
+        :data:`~.claim.IN_FLIGHT_READS` times as wide, then the aggregates in flight
+        passed over. Their rows are still pending, at the front of the windows; passed
+        over in the read itself, a bucket whose every aggregate is in flight would cost
+        a claim that bucket's whole backlog."""
+        q, count = self.ops.quote, count or param(WINDOW)
+        return compose(
+            f"SELECT p.{q('id')}, p.{q('aggregate_id')} FROM ({{}}) AS p WHERE TRUE{{}} "
+            f"ORDER BY p.{q('id')} LIMIT {{}}",
+            window(compose(f"{{}} * {IN_FLIGHT_READS}", count)), self.in_flight_sql("p"),
+            count)
 
     def _locking(self, read_only: bool) -> str:
         return "" if read_only else self.ops.skip_locked_sql
@@ -308,25 +322,47 @@ class PostgresqlClaim(ClaimSql):
         first row there can be a head, and those are probed. The heads are looked up by
         primary key (``= ANY(ARRAY(...))``: whatever the planner guesses about their
         number), checked again (another claim may have taken them since), and the
-        oldest locked, skipping rows another claim holds."""
+        oldest locked, skipping rows another claim holds.
+
+        ``read_only``: the one-write claim's, which takes the oldest heads of the
+        windows as they are, passing over the aggregates in flight there: no other
+        claim reads these buckets, so there is nothing to check again, and no lookup
+        whose generic plan, made on an empty table, could read the table whole."""
         ops, q = self.ops, self.ops.quote
+        if read_only:
+            windows = (
+                self.passing_sql(lambda count: self.window_sql(("= b.bucket", []), count)),
+                self.passing_sql(lambda count: self.window_sql(("IS NULL", []), count),
+                                 param(HEADS)))
+        else:
+            windows = (self.window_sql(("= b.bucket", []), param(WINDOW)),
+                       self.window_sql(("IS NULL", []), param(HEADS)))
+        firsts = compose(
+            f"SELECT DISTINCT ON (w.{q('aggregate_id')}) w.* FROM (\n"
+            "                SELECT f.* FROM unnest({}::smallint[]) AS b(bucket)\n"
+            "                CROSS JOIN LATERAL ({}) AS f\n"
+            "                UNION ALL\n"
+            "                ({})\n"
+            f"            ) AS w ORDER BY w.{q('aggregate_id')}, w.{q('id')}",
+            param(BUCKETS), *windows,
+        )
+        if read_only:
+            return compose(
+                f"SELECT w.{q('id')}, w.{q('aggregate_id')} FROM (\n"
+                "            {}\n"
+                "        ) AS w WHERE {}\n"
+                f"    ORDER BY w.{q('id')} LIMIT {{}}",
+                firsts, self.head_of_aggregate_sql("w"), param(HEADS))
         return compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
             f"    FROM {ops.table} AS c\n"
             f"    WHERE c.{q('id')} = ANY(ARRAY(\n"
             f"        SELECT w.{q('id')} FROM (\n"
-            f"            SELECT DISTINCT ON (w.{q('aggregate_id')}) w.* FROM (\n"
-            "                SELECT f.* FROM unnest({}::smallint[]) AS b(bucket)\n"
-            "                CROSS JOIN LATERAL ({}) AS f\n"
-            "                UNION ALL\n"
-            "                ({})\n"
-            f"            ) AS w ORDER BY w.{q('aggregate_id')}, w.{q('id')}\n"
+            "            {}\n"
             "        ) AS w WHERE {}))\n"
-            "      AND {}{}\n"
+            "      AND {}\n"
             f"    ORDER BY c.{q('id')} LIMIT {{}}{self._locking(read_only)}",
-            param(BUCKETS), self.window_sql(("= b.bucket", []), param(WINDOW)),
-            self.window_sql(("IS NULL", []), param(HEADS)), self.head_of_aggregate_sql("w"),
-            self.fresh_sql("c"), self.in_flight_sql("c", read_only), param(HEADS),
+            firsts, self.head_of_aggregate_sql("w"), self.fresh_sql("c"), param(HEADS),
         )
 
     def overdue_heads_sql(self, expired_leases: bool, read_only: bool = False) -> Fragment:
@@ -338,7 +374,8 @@ class PostgresqlClaim(ClaimSql):
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.ops.table} AS c\n"
             "    WHERE {}{} AND {}\n"
             f"    ORDER BY c.{q('id')} LIMIT {{}}{self._locking(read_only)}",
-            self.overdue_sql("c", expired_leases), self.in_flight_sql("c", read_only),
+            self.overdue_sql("c", expired_leases),
+            self.in_flight_sql("c") if read_only else ("", []),
             self.head_of_aggregate_sql("c"), param(HEADS),
         )
 
@@ -415,6 +452,13 @@ class PostgresqlClaim(ClaimSql):
     def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
         sql, params = self.claim_sql(request.buckets is not None, request.expired_leases)
         claimed = self.ops.execute_often(cursor, sql, bind(params, **self.slots(request)))
+        return sorted(claimed.fetchall(), key=lambda row: row[0])
+
+    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[tuple[Any, ...]]:
+        sql, params = self.claim_sql(request.buckets is not None, read_only=True)
+        claimed = self.ops.execute_often(cursor, sql,
+                                         bind(params, **self.slots(request, in_flight)))
         return sorted(claimed.fetchall(), key=lambda row: row[0])
 
     def statements(self) -> dict[str, Fragment]:

@@ -36,8 +36,8 @@ MAX_CHAIN = Slot("max_chain")
 #: The buckets whose fresh rows the claim reads, and how many rows of each.
 BUCKETS = Slot("buckets")
 WINDOW = Slot("window")
-#: The first id of each aggregate a relay has in flight, which a claim that writes
-#: nothing (the one-write design) must pass over: its rows are still pending.
+#: The aggregates a relay has in flight, which a claim that writes nothing (the
+#: one-write design) must pass over: their rows are still pending.
 IN_FLIGHT = Slot("in_flight")
 
 

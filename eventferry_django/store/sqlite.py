@@ -7,6 +7,7 @@ monotonic even after the newest rows are purged, which archives and replays rely
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ from .features import Features
 from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import LIMIT, MAX_CHAIN, Fragment, bind, compose, param
+from .sql import IN_FLIGHT, LIMIT, MAX_CHAIN, Fragment, bind, compose, param
 from .tables import OPEN_STATUSES_SQL, Column, Table
 
 
@@ -138,45 +139,73 @@ class SqliteClaim(ClaimSql):
         cursor.execute(sql, bind(params, **self.slots(request)))
         return sorted(cursor.fetchall(), key=lambda row: row[0])
 
+    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[tuple[Any, ...]]:
+        chained = request.max_chain > 1
+        sql, params = (self.chain_claim_sql(read_only=True) if chained
+                       else self.claim_sql(read_only=True))
+        cursor.execute(sql, bind(params, **self.slots(request, in_flight)))
+        return list(cursor.fetchall())
+
     def statements(self) -> dict[str, Fragment]:
         return {"claim": self.claim_sql(), "chain_claim": self.chain_claim_sql()}
 
-    def claim_sql(self) -> Fragment:
-        """Heads only (``MAX_CHAIN`` 1): the first :data:`~.sql.LIMIT` claimable heads."""
+    def claim_sql(self, read_only: bool = False) -> Fragment:
+        """Heads only (``MAX_CHAIN`` 1): the first :data:`~.sql.LIMIT` claimable heads.
+        ``read_only``: the one-write claim's, which reads them and writes nothing,
+        passing over the aggregates in flight (:meth:`in_flight_sql`)."""
         q = self.ops.quote
-        return self.ops.statement("claim", lambda: self.update_claimed_sql(compose(
-            f"SELECT c.{q('id')} FROM {self.ops.table} AS c WHERE {{}} AND {{}} "
+        return self.ops.statement(("claim", read_only), lambda: self.claimed_sql(compose(
+            f"SELECT c.{q('id')} FROM {self.ops.table} AS c WHERE {{}}{{}} AND {{}} "
             f"ORDER BY c.{q('id')} LIMIT {{}}",
-            self.claimable_status_sql("c"), self.head_of_aggregate_sql("c"), param(LIMIT))))
+            self.claimable_status_sql("c", not read_only), self.in_flight_sql("c", read_only),
+            self.head_of_aggregate_sql("c"), param(LIMIT)), read_only))
 
-    def chain_claim_sql(self) -> Fragment:
+    def chain_claim_sql(self, read_only: bool = False) -> Fragment:
         """With chains: the first :data:`~.sql.LIMIT` rows within ``MAX_CHAIN`` of their
         aggregate's head and unbroken (see :meth:`ranked_open_rows_sql`)."""
         q = self.ops.quote
-        return self.ops.statement("chain_claim", lambda: self.update_claimed_sql(compose(
+        return self.ops.statement(("chain_claim", read_only), lambda: self.claimed_sql(compose(
             f"SELECT r.{q('id')} FROM ({{}}) AS r WHERE r.position <= {{}} "
             f"AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT {{}}",
-            self.ranked_open_rows_sql(), param(MAX_CHAIN), param(LIMIT))))
+            self.ranked_open_rows_sql(read_only), param(MAX_CHAIN), param(LIMIT)), read_only))
 
-    def update_claimed_sql(self, picked: Fragment) -> Fragment:
-        """Claim the rows whose ids ``picked`` selects, returning them."""
+    def claimed_sql(self, picked: Fragment, read_only: bool) -> Fragment:
+        """Claim the rows whose ids ``picked`` selects, returning them; ``read_only``:
+        read them."""
         q = self.ops.quote
+        if read_only:
+            return compose(f"SELECT {self.returned_columns()} FROM {self.ops.table} AS o "
+                           f"WHERE o.{q('id')} IN ({{}}) ORDER BY o.{q('id')}", picked)
         return compose(f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')} "
                        f"WHERE o.{q('id')} IN ({{}}) RETURNING {self.returned_columns()}",
                        picked)
 
-    def ranked_open_rows_sql(self) -> Fragment:
+    def in_flight_sql(self, alias: str, read_only: bool) -> Fragment:
+        """`` AND`` the row's aggregate has no rows in flight (read-only claims only),
+        the aggregates bound as one JSON array."""
+        if not read_only:
+            return "", []
+        return compose(f" AND {alias}.{self.ops.quote('aggregate_id')} NOT IN "
+                       "(SELECT value FROM json_each({}))", param(IN_FLIGHT))
+
+    def in_flight_param(self, aggregates: Sequence[str]) -> Any:
+        return json.dumps(list(aggregates))
+
+    def ranked_open_rows_sql(self, read_only: bool = False) -> Fragment:
         """Every open row with its place among its aggregate's open rows (1: the head)
         and whether it and all before it are claimable by their own state. With one
         writer at a time no competitor can hold a row mid-claim, so the contract's chain
         is exactly "position within MAX_CHAIN and unbroken". Reads every open row, in the
-        open-rows index's order: fine for SQLite's single relay."""
+        open-rows index's order: fine for SQLite's single relay. ``read_only``: of the
+        aggregates not in flight, no lease counting as expired."""
         q = self.ops.quote
         window = f"PARTITION BY c.{q('aggregate_id')} ORDER BY c.{q('id')}"
         return compose(f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
                        f"{{}} AS unbroken FROM {self.ops.table} AS c "
-                       f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}",
-                       self.unbroken_sql("c", window))
+                       f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}{{}}",
+                       self.unbroken_sql("c", window, not read_only),
+                       self.in_flight_sql("c", read_only))
 
 
 class SqliteDialect(Dialect):
