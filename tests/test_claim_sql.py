@@ -192,6 +192,27 @@ def test_tsql_claim_batch_parts_parse_and_hold_the_contract(by_bucket: bool) -> 
     assert "ISOLATION LEVEL" not in batch
 
 
+@pytest.mark.parametrize("by_bucket", [False, True])
+def test_tsql_read_only_claim_parses_and_writes_or_locks_nothing(by_bucket: bool) -> None:
+    """The one-write claim (``MicrosoftClaim.read_sql``): one batch in the caller's
+    transaction, every statement of it parsed."""
+    claim = tsql_claim()
+    batch, params = claim.read_sql(by_bucket)
+    statements = sqlglot.parse(as_tsql_parameters(batch), read="tsql")
+    assert all(s is not None for s in statements)
+    commands = [n.sql() for s in statements if s is not None for n in s.walk()
+                if isinstance(n, exp.Command)]
+    assert not commands, f"sqlglot could not parse: {commands}"
+    assert batch.count("%s") == len(params)
+    for absent in ("UPDLOCK", "UPDATE ", "TRANSACTION", "XACT_ABORT"):
+        assert absent not in batch
+    # Each window is read four times as wide, the aggregates in flight passed over after.
+    assert batch.count("@in_flight AS i") == (3 if by_bucket else 2)
+    # The chains' walk waits for a locked row rather than skip it.
+    chain_walk = batch[batch.index(") AS h CROSS APPLY ("):]
+    assert "WITH (READCOMMITTEDLOCK)" in chain_walk and "READPAST" not in chain_walk
+
+
 def test_tsql_claim_never_lets_a_later_row_out_first() -> None:
     claim = tsql_claim()
     (candidates, _), (heads, _), (chains, _) = (

@@ -15,11 +15,7 @@ from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.outbox import OutboxStore
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif("connection.vendor in ('mysql', 'microsoft')",
-                       reason="the read-only claim is not written for this vendor yet"),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def publish(*aggregates: str) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Dialect
-from .claim import ClaimRequest, ClaimSql
+from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowSelection, ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
@@ -25,7 +25,18 @@ from .microsoft_schema import MicrosoftSchema
 from .ops import SqlOps
 from .purge import PurgeSql
 from .settlement_sql import SettlementSql
-from .sql import BUCKETS, HEADS, LIMIT, WINDOW, Fragment, bind, chain_share_sql, compose, param
+from .sql import (
+    BUCKETS,
+    HEADS,
+    IN_FLIGHT,
+    LIMIT,
+    WINDOW,
+    Fragment,
+    bind,
+    chain_share_sql,
+    compose,
+    param,
+)
 from .tables import (
     CLAIM_COLUMNS,
     COLUMNS,
@@ -248,12 +259,15 @@ class MicrosoftClaim(ClaimSql):
                 f"    {q('aggregate_id')} {_CLAIMED_TYPES['aggregate_id']}\n);\n"
                 "DECLARE @taken INT")
 
-    def claim_candidates_sql(self, by_bucket: bool) -> Fragment:
+    def claim_candidates_sql(self, by_bucket: bool, read_only: bool = False) -> Fragment:
         """The first step: the candidates' ids, unlocked (rows other claims hold
         skipped). The fresh ones read oldest first (:meth:`oldest_candidates_sql`) or
         bucket by bucket (:meth:`bucket_candidates_sql`); the overdue ones, few, found
-        apart in the claim index."""
+        apart in the claim index. ``read_only``: those of the aggregates in flight
+        passed over (:meth:`passing_sql`), no lease counting as expired."""
         q = self.ops.quote
+        overdue = (compose("{} AND {}", self.overdue_sql("o", False), self.not_in_flight("o"))
+                   if read_only else self.overdue_sql("o"))
         return compose(
             f"INSERT INTO @candidates ({q('id')})\n"
             "        {}\n"
@@ -265,14 +279,25 @@ class MicrosoftClaim(ClaimSql):
             f"            ORDER BY o.{q('id')}\n"
             "        ) AS d\n"
             "        OPTION (MAXDOP 1)",
-            self.bucket_candidates_sql() if by_bucket else self.oldest_candidates_sql(),
-            param(HEADS), self.overdue_sql("o"),
+            self.bucket_candidates_sql(read_only) if by_bucket
+            else self.oldest_candidates_sql(read_only),
+            param(HEADS), overdue,
         )
 
-    def oldest_candidates_sql(self) -> Fragment:
+    def oldest_candidates_sql(self, read_only: bool = False) -> Fragment:
         """The first :data:`~.sql.WINDOW` fresh rows in id order (a claim read oldest
         first)."""
         q = self.ops.quote
+
+        def window(count: Fragment) -> Fragment:
+            return compose(
+                f"SELECT TOP ({{}}) f.{q('id')}, f.{q('aggregate_id')}\n"
+                f"            FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
+                "            WHERE {}\n"
+                f"            ORDER BY f.{q('id')}", count, self.fresh_sql("f"))
+        if read_only:
+            return compose(f"SELECT w.{q('id')} FROM (\n            {{}}\n        ) AS w",
+                           self.passing_sql(window, param(WINDOW)))
         return compose(
             f"SELECT w.{q('id')} FROM (\n"
             f"            SELECT TOP ({{}}) f.{q('id')}\n"
@@ -282,11 +307,40 @@ class MicrosoftClaim(ClaimSql):
             "        ) AS w",
             param(WINDOW), self.fresh_sql("f"))
 
-    def bucket_candidates_sql(self) -> Fragment:
+    def not_in_flight(self, alias: str) -> Fragment:
+        """The row's aggregate has no rows in flight (``@in_flight``, a read-only
+        claim's)."""
+        q = self.ops.quote
+        return (f"NOT EXISTS (SELECT 1 FROM @in_flight AS i "
+                f"WHERE i.{q('aggregate_id')} = {alias}.{q('aggregate_id')})"), []
+
+    def passing_sql(self, window: Callable[[Fragment], Fragment], count: Fragment
+                    ) -> Fragment:
+        """A read-only claim's window of ``count`` rows: ``window`` read
+        :data:`~.claim.IN_FLIGHT_READS` times as wide, then the aggregates in flight
+        passed over (as on PostgreSQL: a bounded read, whatever is in flight)."""
+        q = self.ops.quote
+        return compose(
+            f"SELECT TOP ({{}}) p.{q('id')}, p.{q('aggregate_id')} FROM (\n"
+            "                {}\n"
+            f"                ) AS p WHERE {{}} ORDER BY p.{q('id')}",
+            count, window(compose(f"{{}} * {IN_FLIGHT_READS}", count)),
+            self.not_in_flight("p"))
+
+    def bucket_candidates_sql(self, read_only: bool = False) -> Fragment:
         """Of the windows of the buckets in :data:`~.sql.BUCKETS` and of the rows
         without a bucket, the first row of each aggregate, which alone can be a head (a
         claim read bucket by bucket)."""
         q = self.ops.quote
+        bucket = compose("= b.{}", (q("bucket"), []))
+        if read_only:
+            windows = (
+                self.passing_sql(lambda count: self.window_sql(bucket, count), param(WINDOW)),
+                self.passing_sql(lambda count: self.window_sql(("IS NULL", []), count),
+                                 param(HEADS)))
+        else:
+            windows = (self.window_sql(bucket, param(WINDOW)),
+                       self.window_sql(("IS NULL", []), param(HEADS)))
         return compose(
             f"SELECT x.{q('id')} FROM (\n"
             f"            SELECT w.{q('id')}, ROW_NUMBER() OVER (\n"
@@ -304,11 +358,10 @@ class MicrosoftClaim(ClaimSql):
             "            ) AS w\n"
             "        ) AS x\n"
             "        WHERE x.[first] = 1",
-            param(BUCKETS), self.window_sql(compose("= b.{}", (q("bucket"), [])), param(WINDOW)),
-            self.window_sql(("IS NULL", []), param(HEADS)),
+            param(BUCKETS), *windows,
         )
 
-    def claim_heads_sql(self) -> Fragment:
+    def claim_heads_sql(self, read_only: bool = False) -> Fragment:
         """The second step: lock the first :data:`~.sql.HEADS` heads among the
         candidates, in id order (``@candidates`` is keyed by id, so the read can stop at
         the limit).
@@ -321,11 +374,12 @@ class MicrosoftClaim(ClaimSql):
         it.
         """
         q = self.ops.quote
+        hints = _WINDOW_HINTS if read_only else _CANDIDATE_HINTS
         return compose(
             f"INSERT INTO @heads ({q('id')}, {q('aggregate_id')})\n"
             f"        SELECT TOP ({{}}) c.{q('id')}, c.{q('aggregate_id')}\n"
             "        FROM @candidates AS k\n"
-            f"        JOIN {self.ops.table} AS c {_CANDIDATE_HINTS} ON c.{q('id')} = k.{q('id')}\n"
+            f"        JOIN {self.ops.table} AS c {hints} ON c.{q('id')} = k.{q('id')}\n"
             "        WHERE {} AND {}\n"
             f"        ORDER BY k.{q('id')}\n"
             "        OPTION (MAXDOP 1)",
@@ -355,13 +409,25 @@ class MicrosoftClaim(ClaimSql):
         a trigger.
         """
         q = self.ops.quote
-        window = f"ORDER BY c.{q('id')} ROWS UNBOUNDED PRECEDING"
         output = ", ".join(f"inserted.{q(c)}" for c in CLAIM_COLUMNS)
         return compose(
             f"UPDATE o SET {self.claim_set_sql('o')}\n"
             f"    OUTPUT {output} INTO @claimed\n"
             f"    FROM {self.ops.table} AS o\n"
             "    JOIN (\n"
+            "{}\n"
+            f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
+            "    OPTION (MAXDOP 1)",
+            self.picked_sql("WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)"),
+        )
+
+    def picked_sql(self, chain_hints: str, expired_leases: bool = True) -> Fragment:
+        """The ids of the heads and of the rows chained behind them, the first
+        :data:`~.sql.LIMIT` in id order, each chain no longer than its head's share of
+        the batch, read with ``chain_hints``."""
+        q = self.ops.quote
+        window = f"ORDER BY c.{q('id')} ROWS UNBOUNDED PRECEDING"
+        return compose(
             f"        SELECT TOP ({{}}) x.{q('id')} FROM (\n"
             f"            SELECT h.{q('id')} FROM @heads AS h\n"
             "            UNION ALL\n"
@@ -370,18 +436,57 @@ class MicrosoftClaim(ClaimSql):
             f"ORDER BY k.{q('id')}) AS [rank] FROM @heads AS k\n"
             "            ) AS h CROSS APPLY (\n"
             f"                SELECT TOP ({{}}) c.{q('id')}, {{}} AS unbroken\n"
-            f"                FROM {self.ops.table} AS c "
-            "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)\n"
+            f"                FROM {self.ops.table} AS c {chain_hints}\n"
             f"                WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
             f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
             f"                ORDER BY c.{q('id')}\n"
             "            ) AS r WHERE r.unbroken = 1\n"
-            f"        ) AS x ORDER BY x.{q('id')}\n"
-            f"    ) AS picked ON picked.{q('id')} = o.{q('id')}\n"
-            "    OPTION (MAXDOP 1)",
+            f"        ) AS x ORDER BY x.{q('id')}",
             param(LIMIT), chain_share_sql("h.[rank]", "@taken", least=False),
-            self.unbroken_sql("c", window),
+            self.unbroken_sql("c", window, expired_leases),
         )
+
+    def read_sql(self, by_bucket: bool = False) -> Fragment:
+        """The one-write claim (:meth:`read`) as one batch in the caller's transaction:
+        the same steps as :meth:`claim_sql` locking nothing, the aggregates in flight
+        (:data:`~.sql.IN_FLIGHT`, one JSON array) passed over, and the rows picked read,
+        not updated. The chains' walk still waits for a locked row
+        (READCOMMITTEDLOCK, no READPAST), as the claim's does."""
+        q = self.ops.quote
+        declared = (f"DECLARE @in_flight TABLE (\n    {q('aggregate_id')} "
+                    f"{_CLAIMED_TYPES['aggregate_id']} PRIMARY KEY\n);\n"
+                    f"DECLARE @candidates TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']}\n);\n"
+                    f"DECLARE @heads TABLE (\n    {q('id')} {_CLAIMED_TYPES['id']},\n"
+                    f"    {q('aggregate_id')} {_CLAIMED_TYPES['aggregate_id']}\n);\n"
+                    "DECLARE @taken INT")
+        return self.ops.statement(("read", by_bucket), lambda: compose(
+            "SET NOCOUNT ON;\n"
+            f"{declared};\n"
+            f"INSERT INTO @in_flight ({q('aggregate_id')}) "
+            "SELECT DISTINCT [value] FROM OPENJSON({});\n"
+            "{};\n"
+            "{};\n"
+            "{};\n"
+            "SET NOCOUNT OFF;\n"
+            f"SELECT {self.returned_columns()} FROM {self.ops.table} AS o\n"
+            "JOIN (\n"
+            "{}\n"
+            f") AS picked ON picked.{q('id')} = o.{q('id')}\n"
+            f"ORDER BY o.{q('id')}\n"
+            "OPTION (MAXDOP 1)",
+            param(IN_FLIGHT), self.claim_candidates_sql(by_bucket, read_only=True),
+            self.claim_heads_sql(read_only=True), self.claim_count_sql(),
+            self.picked_sql("WITH (READCOMMITTEDLOCK)", expired_leases=False),
+        ))
+
+    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[tuple[Any, ...]]:
+        sql, params = self.read_sql(request.buckets is not None)
+        cursor.execute(sql, bind(params, **self.slots(request, in_flight)))
+        return list(cursor.fetchall())
+
+    def in_flight_param(self, aggregates: Sequence[str]) -> Any:
+        return json.dumps(list(aggregates))
 
     def claim_sql(self, by_bucket: bool = False) -> Fragment:
         """The whole claim as one batch with its own transaction: XACT_ABORT plus

@@ -12,13 +12,13 @@ an ``information_schema`` lookup and a prepared statement, which both accept.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, ClassVar
 
 from ..contract import OPEN
 from ..naming import TableName
 from .base import Dialect
-from .claim import ClaimRequest, ClaimSql
+from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inbox_sql import InboxSql
@@ -264,6 +264,41 @@ class MysqlClaim(ClaimSql):
             cursor.execute(sql, params)
         return list(cursor.fetchall())
 
+    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[tuple[Any, ...]]:
+        """The one-write claim: the steps of :meth:`run` locking nothing and writing
+        nothing. Each window and walk is read :data:`~.claim.IN_FLIGHT_READS` times as
+        wide, and the aggregates in flight are passed over here, after the read (bound
+        in each of the windows' statements instead, they would be sent once a bucket).
+        Plain reads see one snapshot a statement, so the heads need no second judging
+        (:meth:`still_heads`)."""
+        passing = set(in_flight)
+        slots = self.slots(request)
+        most = slots["heads"]
+        wide = dict(slots, window=slots["window"] * IN_FLIGHT_READS,
+                    heads=most * IN_FLIGHT_READS)
+        if request.buckets is None:
+            sql, params = self.oldest_heads_sql(read_only=True)
+            cursor.execute(sql, bind(params, **wide))
+            found = list(cursor.fetchall())
+        else:
+            found = self.bucket_heads(cursor, request.buckets, wide, passing, read_only=True)
+        for sql, params in self.overdue_heads_sql(False, read_only=True):
+            cursor.execute(sql, bind(params, **wide))
+            found += cursor.fetchall()
+        found = sorted(row for row in found if row[1] not in passing)[:most]
+        if not found:
+            return []
+        ids = [row[0] for row in found]
+        shares = {aggregate: chain_share(request.max_chain, request.rows, len(found), rank)
+                  for rank, (_, aggregate) in enumerate(found, start=1)}
+        if any(shares.values()):
+            ids = sorted(ids + self.chains.read(
+                cursor, {a: (i, shares[a]) for i, a in found}, slots["lease_offset"]
+            ))[:request.rows]
+        cursor.execute(*self.claimed_sql(ids)[1])
+        return list(cursor.fetchall())
+
     def statements(self) -> dict[str, Fragment]:
         """Shown for one bucket, one candidate and one head (:data:`ID`): the statements
         built per request repeat their bucket's, candidate's or head's part."""
@@ -287,18 +322,21 @@ class MysqlClaim(ClaimSql):
     # order alone.
     window_order = ("id",)
 
-    def oldest_heads_sql(self) -> Fragment:
+    def oldest_heads_sql(self, read_only: bool = False) -> Fragment:
         """Fresh heads read oldest first, locked: the walk of the claim index in id order
         (each row probed as a head, rows another claim holds skipped), which ends where
-        the window does."""
+        the window does. ``read_only``: the one-write claim's, which locks nothing."""
         ops, q = self.ops, self.ops.quote
-        return ops.statement("oldest", lambda: compose(
+        return ops.statement(("oldest", read_only), lambda: compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
             f"{self._index(ops.name.claim_index)} "
             f"WHERE {{}} AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w) "
-            f"AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            f"AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{self._locking(read_only)}",
             self.fresh_sql("c"), self.oldest_sql("f"), self.head_of_aggregate_sql("c"),
             param(HEADS)))
+
+    def _locking(self, read_only: bool) -> str:
+        return "" if read_only else self.ops.skip_locked_sql
 
     # The indexes named: with ``id`` in the condition the optimizer may otherwise walk
     # the primary key through every done row (25,000 rows read for 35 heads), or read a
@@ -330,51 +368,58 @@ class MysqlClaim(ClaimSql):
         return self.ops.statement("bucket_window", lambda: compose(
             "({})", self.window_sql(compose("= {}", param(BUCKET)), param(WINDOW))))
 
-    def bucket_heads(self, cursor: Any, buckets: Sequence[int], slots: dict[str, Any]
+    def bucket_heads(self, cursor: Any, buckets: Sequence[int], slots: dict[str, Any],
+                     passing: Collection[str] = (), *, read_only: bool = False
                      ) -> list[tuple[Any, ...]]:
         """Ids and aggregates of the fresh heads of ``buckets``, locked: the first row of
         each aggregate in the windows, checked again, probed as a head, the oldest
-        :data:`~.sql.HEADS` kept (rows another claim holds skipped)."""
+        :data:`~.sql.HEADS` kept (rows another claim holds skipped). ``read_only``:
+        locking nothing, the aggregates ``passing`` passed over in the windows."""
         sql, params = self.windows_sql(len(buckets))
         branch = self.bucket_window_sql()[1]
         values = [value for bucket in buckets for value in bind(branch, **slots, bucket=bucket)]
         cursor.execute(sql, values + bind(params[len(values):], **slots))
         firsts: dict[str, int] = {}
         for row_id, aggregate in sorted(cursor.fetchall()):
-            firsts.setdefault(aggregate, row_id)
+            if aggregate not in passing:
+                firsts.setdefault(aggregate, row_id)
         if not firsts:
             return []
-        sql, params = self.bucket_heads_sql(sorted(firsts.values()))
+        sql, params = self.bucket_heads_sql(sorted(firsts.values()), read_only)
         cursor.execute(sql, bind(params, **slots))
         return list(cursor.fetchall())
 
-    def bucket_heads_sql(self, candidates: Sequence[Any]) -> Fragment:
+    def bucket_heads_sql(self, candidates: Sequence[Any], read_only: bool = False
+                         ) -> Fragment:
         """The fresh heads among the ``candidates`` ids, locked (the ids in id order, so
         the scan of the primary key stops at the limit)."""
         ops, q = self.ops, self.ops.quote
         return compose(
             f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
-            f"WHERE c.{{}} AND {{}} AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+            f"WHERE c.{{}} AND {{}} AND {{}} ORDER BY c.{q('id')} "
+            f"LIMIT {{}}{self._locking(read_only)}",
             ops.ids_condition(candidates), self.fresh_sql("c"), self.head_of_aggregate_sql("c"),
             param(HEADS),
         )
 
-    def overdue_heads_sql(self, expired_leases: bool) -> list[Fragment]:
+    def overdue_heads_sql(self, expired_leases: bool, read_only: bool = False
+                          ) -> list[Fragment]:
         """Overdue heads (few, found apart in the claim index), locked: those whose time
         has come and, with ``expired_leases``, those whose lease expired, each read
         apart (as one OR of the three, MariaDB read every open row of the claim index:
-        114,000 rows, 0.3 s, for none)."""
+        114,000 rows, 0.3 s, for none). ``read_only``: locking nothing."""
         ops, q = self.ops, self.ops.quote
 
         def heads(condition: Fragment) -> Fragment:
             return compose(
                 f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
-                f"WHERE ({{}}) AND {{}} ORDER BY c.{q('id')} LIMIT {{}}{ops.skip_locked_sql}",
+                f"WHERE ({{}}) AND {{}} ORDER BY c.{q('id')} "
+                f"LIMIT {{}}{self._locking(read_only)}",
                 condition, self.head_of_aggregate_sql("c"), param(HEADS))
-        due = ops.statement("due", lambda: heads(self.due_sql("c")))
+        due = ops.statement(("due", read_only), lambda: heads(self.due_sql("c")))
         if not expired_leases:
             return [due]
-        return [due, ops.statement("expired", lambda: heads(self.expired_sql("c")))]
+        return [due, ops.statement(("expired", read_only), lambda: heads(self.expired_sql("c")))]
 
     # -- the rest of the claim -----------------------------------------------------------
     def still_heads(self, cursor: Any, ids: list[int]) -> list[int]:
