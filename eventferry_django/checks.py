@@ -12,10 +12,12 @@ from django.db.models import Model
 from django.utils.module_loading import import_string
 
 from .conf import SETTING_NAME, SETTINGS, EventferrySettings, parse
+from .exceptions import ConfigurationError
 from .history.session import missing_jars
 from .naming import has_schemas
 from .publishers.base import Publisher
 from .store import VENDORS, dialect_for
+from .store.tables import Table
 
 #: Check ids by setting key (from the settings table); "" is a setting that is not a dict.
 CHECK_IDS = {"": "eventferry.E001", **{setting.key: setting.check_id for setting in SETTINGS}}
@@ -66,12 +68,26 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
         )]
     messages: list[CheckMessage] = []
     dialect = dialect_for(vendor, parsed.table_name)
-    for key, table in (("TABLE", dialect.schema.outbox),
-                       ("INBOX_TABLE", dialect.schema.inbox(parsed.inbox_table_name))):
-        too_long = table.too_long_for(vendor)
+    schema = dialect.schema
+    # The migrations create the relay registry and the task results beside the outbox,
+    # named after it and longer: their names are the TABLE setting's too.
+    try:
+        beside: tuple[Table, ...] = (schema.registry, schema.task_results)
+    except ConfigurationError as exc:
+        messages.append(Error(
+            f"{SETTING_NAME}['TABLE'] {parsed.table!r} is too long for the tables named "
+            f"after it: {exc}",
+            hint="Choose a shorter table name; the relay registry and the task results "
+                 "add a suffix to it.",
+            id="eventferry.E013",
+        ))
+        beside = ()
+    for key, tables in (("TABLE", (schema.outbox, *beside)),
+                        ("INBOX_TABLE", (schema.inbox(parsed.inbox_table_name),))):
+        too_long = [name for table in tables for name in table.too_long_for(vendor)]
         if too_long:
             messages.append(Error(
-                f"{SETTING_NAME}[{key!r}] {table.name.table!r} is too long for {vendor}: it "
+                f"{SETTING_NAME}[{key!r}] {tables[0].name.table!r} is too long for {vendor}: it "
                 f"would truncate {', '.join(too_long)}.",
                 hint="Choose a shorter table name; index and constraint names embed it.",
                 id="eventferry.E013",

@@ -120,6 +120,34 @@ def test_names_too_long_for_the_vendor_are_refused() -> None:
         assert errors == []
 
 
+def test_the_names_of_the_tables_beside_the_outbox_count_too() -> None:
+    # A 30-character TABLE fits the outbox's own names on PostgreSQL, but the task
+    # results' index beside it, named after it, is 65 characters long: past PostgreSQL's 63
+    # and MariaDB/MySQL's 64.
+    name = TableName("t" * 30)
+    schema = dialect_for("postgresql", name).schema
+    assert schema.outbox.too_long_for("postgresql") == []
+    assert f"IX_{'t' * 30}_task_results_status_finished_at" in (
+        schema.task_results.too_long_for("postgresql"))
+    errors = errors_for({"TABLE": "t" * 30})
+    if connection.vendor in {"postgresql", "mysql"}:
+        [(check_id, message, _)] = errors
+        assert check_id == "eventferry.E013"
+        assert message.startswith(f"EVENTFERRY['TABLE'] '{'t' * 30}' is too long")
+        assert f"IX_{'t' * 30}_task_results_status_finished_at" in message
+    else:
+        assert errors == []
+
+
+def test_a_table_name_too_long_to_name_its_neighbours_is_refused_not_raised() -> None:
+    # 90 characters are a valid TABLE, but "<TABLE>_task_results" is past the 100 a
+    # name may have: the check says so rather than fail with the error.
+    errors = errors_for({"TABLE": "t" * 90})
+    assert "eventferry.E013" in [e[0] for e in errors]
+    message = next(m for check_id, m, _ in errors if "tables named after it" in m)
+    assert "Task results table name" in message
+
+
 def test_inbox_names_are_checked_like_the_outbox() -> None:
     inbox = dialect_for("postgresql", TableName("outbox")).schema.inbox(TableName("i" * 50))
     assert inbox.too_long_for("postgresql") == [
