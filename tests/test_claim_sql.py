@@ -175,7 +175,7 @@ def tsql_claim() -> Any:
 def test_tsql_claim_batch_parts_parse_and_hold_the_contract(by_bucket: bool) -> None:
     claim = tsql_claim()
     batch, params = claim.claim_sql(by_bucket)
-    parts: list[Fragment] = [claim.claim_candidates_sql(by_bucket), claim.claim_heads_sql(),
+    parts: list[Fragment] = [claim.candidates.sql(by_bucket), claim.claim_heads_sql(),
                              claim.claim_count_sql(), claim.claim_chains_sql()]
     for sql, _ in parts:
         assert sql in batch
@@ -216,7 +216,7 @@ def test_tsql_read_only_claim_parses_and_writes_or_locks_nothing(by_bucket: bool
 def test_tsql_claim_never_lets_a_later_row_out_first() -> None:
     claim = tsql_claim()
     (candidates, _), (heads, _), (chains, _) = (
-        claim.claim_candidates_sql(True), claim.claim_heads_sql(), claim.claim_chains_sql())
+        claim.candidates.sql(True), claim.claim_heads_sql(), claim.claim_chains_sql())
     # The candidates are read unlocked, rows other claims hold skipped.
     assert "UPDLOCK" not in candidates
     assert candidates.count("WITH (READCOMMITTEDLOCK, READPAST)") == 3  # 2 windows, overdue
@@ -267,7 +267,7 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() ->
     claim = MicrosoftDialect(TableName("outbox")).claim
     schema = MicrosoftDialect(TableName("outbox")).schema
     for by_bucket in (False, True):
-        candidates, _ = claim.claim_candidates_sql(by_bucket)
+        candidates, _ = claim.candidates.sql(by_bucket)
         assert not re.search(r"\[status\]\s*(=|<>|IN)\s*\(?\s*(%s|@)", candidates)
         read = {int(code) for code in re.findall(r"\.\[status\] = (\d)", candidates)}
         assert read and read <= {0, 1, 3}

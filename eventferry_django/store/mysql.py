@@ -238,29 +238,12 @@ class MysqlClaim(ClaimSql):
 
     def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
         slots = self.slots(request)
-        most = slots["heads"]
-        if request.buckets is None:
-            sql, params = self.oldest_heads_sql()
-            cursor.execute(sql, bind(params, **slots))
-            found = list(cursor.fetchall())
-        else:
-            found = self.bucket_heads(cursor, request.buckets, slots)
-        for sql, params in self.overdue_heads_sql(request.expired_leases):
-            cursor.execute(sql, bind(params, **slots))
-            found += cursor.fetchall()
-        found = sorted(found)[:most]
+        found = self._heads(cursor, request, slots, request.expired_leases)[:slots["heads"]]
         still = set(self.still_heads(cursor, [row[0] for row in found]))
         found = [row for row in found if row[0] in still]
         if not found:
             return []
-        ids = [row[0] for row in found]
-        shares = {aggregate: chain_share(request.max_chain, request.rows, len(found), rank)
-                  for rank, (_, aggregate) in enumerate(found, start=1)}
-        if any(shares.values()):
-            ids = sorted(ids + self.chains.read(
-                cursor, {a: (i, shares[a]) for i, a in found}, slots["lease_offset"]
-            ))[:request.rows]
-        for sql, params in self.claimed_sql(ids):
+        for sql, params in self.claimed_sql(self._chained(cursor, request, slots, found)):
             cursor.execute(sql, params)
         return list(cursor.fetchall())
 
@@ -274,30 +257,45 @@ class MysqlClaim(ClaimSql):
         (:meth:`still_heads`)."""
         passing = set(in_flight)
         slots = self.slots(request)
-        most = slots["heads"]
         wide = dict(slots, window=slots["window"] * IN_FLIGHT_READS,
-                    heads=most * IN_FLIGHT_READS)
-        if request.buckets is None:
-            sql, params = self.oldest_heads_sql(read_only=True)
-            cursor.execute(sql, bind(params, **wide))
-            found = list(cursor.fetchall())
-        else:
-            found = self.bucket_heads(cursor, request.buckets, wide, passing, read_only=True)
-        for sql, params in self.overdue_heads_sql(False, read_only=True):
-            cursor.execute(sql, bind(params, **wide))
-            found += cursor.fetchall()
-        found = sorted(row for row in found if row[1] not in passing)[:most]
+                    heads=slots["heads"] * IN_FLIGHT_READS)
+        found = [row for row in self._heads(cursor, request, wide, False, passing,
+                                            read_only=True)
+                 if row[1] not in passing][:slots["heads"]]
         if not found:
             return []
-        ids = [row[0] for row in found]
-        shares = {aggregate: chain_share(request.max_chain, request.rows, len(found), rank)
-                  for rank, (_, aggregate) in enumerate(found, start=1)}
-        if any(shares.values()):
-            ids = sorted(ids + self.chains.read(
-                cursor, {a: (i, shares[a]) for i, a in found}, slots["lease_offset"]
-            ))[:request.rows]
-        cursor.execute(*self.claimed_sql(ids)[1])
+        cursor.execute(*self.claimed_sql(self._chained(cursor, request, slots, found))[1])
         return list(cursor.fetchall())
+
+    def _heads(self, cursor: Any, request: ClaimRequest, slots: dict[str, Any],
+               expired_leases: bool, passing: Collection[str] = (), *,
+               read_only: bool = False) -> list[tuple[Any, ...]]:
+        """The candidate heads, fresh (oldest first or bucket by bucket) and overdue, in
+        id order: more than the claim takes, cut by the caller."""
+        if request.buckets is None:
+            sql, params = self.oldest_heads_sql(read_only)
+            cursor.execute(sql, bind(params, **slots))
+            found = list(cursor.fetchall())
+        else:
+            found = self.bucket_heads(cursor, request.buckets, slots, passing,
+                                      read_only=read_only)
+        for sql, params in self.overdue_heads_sql(expired_leases, read_only):
+            cursor.execute(sql, bind(params, **slots))
+            found += cursor.fetchall()
+        return sorted(found)
+
+    def _chained(self, cursor: Any, request: ClaimRequest, slots: dict[str, Any],
+                 heads: list[tuple[Any, ...]]) -> list[int]:
+        """The ids of ``heads`` (id, aggregate) and of the rows chained behind them,
+        each chain within its head's share, the first ``request.rows`` in id order."""
+        ids = [row[0] for row in heads]
+        shares = {aggregate: chain_share(request.max_chain, request.rows, len(heads), rank)
+                  for rank, (_, aggregate) in enumerate(heads, start=1)}
+        if not any(shares.values()):
+            return ids
+        return sorted(ids + self.chains.read(
+            cursor, {a: (i, shares[a]) for i, a in heads}, slots["lease_offset"]
+        ))[:request.rows]
 
     def statements(self) -> dict[str, Fragment]:
         """Shown for one bucket, one candidate and one head (:data:`ID`): the statements
