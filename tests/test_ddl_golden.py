@@ -16,7 +16,7 @@ from sqlglot import exp
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.bucket_leases import BucketLeaseSql
-from eventferry_django.store.in_flight_journal import InFlightSql, JournalEntry
+from eventferry_django.store.in_flight_journal import InFlightSql
 from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
@@ -181,7 +181,6 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
     lease = "2026-11-21 12:00:00.123"
     leases = BucketLeaseSql(dialect.ops)
     journal = InFlightSql(dialect.ops)
-    swept = JournalEntry("relay-a", 7, "2026-11-21 12:00:00.123", 0, [1, 2, 3])
     return {
         "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3], lease),
         "fail": lambda c: dialect.settlement.fail(
@@ -212,8 +211,8 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "batches_in_flight": lambda c: c.execute(*journal.entries()),
         "relay_batches_in_flight": lambda c: c.execute(*journal.entries("relay-a")),
         "batch_rows_in_buckets": lambda c: c.execute(*journal.in_buckets([1, 2, 3], [7, 9])),
-        "shrink_batch": lambda c: c.execute(*journal.shrink(swept, [3], 2)),
-        "shrink_batch_to_nothing": lambda c: c.execute(*journal.shrink(swept, {}, 3)),
+        "shrink_batch": lambda c: c.execute(*journal.shrink("relay-a", 7, [3], 2)),
+        "shrink_batch_to_nothing": lambda c: c.execute(*journal.shrink("relay-a", 7, [], 3)),
         "count_attempt": lambda c: c.execute(*journal.count_attempt([1, 2])),
     }
 

@@ -102,8 +102,37 @@ def test_a_batch_taken_whole_leaves_nothing_to_settle(journal: InFlightJournal) 
     [(a, bucket)] = published("x")
     record(journal, "r1", 1, [a])
     assert sweep(journal, "r2", {bucket}) == 1
-    assert journal.entries() == []
+    # Its row stays, empty, for its own settlement: a row that is gone means settled.
+    assert [(e.relay, e.taken, e.ids) for e in journal.entries()] == [("r1", 1, [])]
     assert settle(journal, "r1", 1) == []
+    assert journal.entries() == []
+
+
+def test_a_batch_settled_again_after_an_outage_is_settled_whole(
+        journal: InFlightJournal) -> None:
+    record(journal, "r1", 1, [11])
+    assert settle(journal, "r1", 1) is None
+    assert settle(journal, "r1", 1) is None
+
+
+def test_nothing_reads_a_row_count(journal: InFlightJournal) -> None:
+    """A session with NOCOUNT on (SQL Server; the T-SQL endpoint after an ORM insert)
+    reports -1 rows for every statement: the journal must not care."""
+    if connection.vendor != "microsoft":
+        pytest.skip("NOCOUNT is SQL Server's")
+    (a, bucket_a), (b, _) = published("x", "y")
+    with connection.cursor() as cursor:
+        cursor.execute("SET NOCOUNT ON")
+    try:
+        record(journal, "r1", 1, [a, b])
+        record(journal, "r1", 2, [a])
+        assert settle(journal, "r1", 2) is None
+        assert sweep(journal, "r2", {bucket_a}) == 1
+        assert settle(journal, "r1", 1) == [b]
+        assert journal.entries() == []
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET NOCOUNT OFF")
 
 
 def test_a_settled_batch_leaves_nothing_to_sweep(journal: InFlightJournal) -> None:

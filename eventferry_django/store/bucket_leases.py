@@ -15,7 +15,7 @@ Every statement is a :data:`~.sql.Fragment`; :class:`BucketLeases` runs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..contract import BUCKETS
@@ -137,12 +137,13 @@ class BucketLeases(BoundStore):
             return _epochs(cursor)
         return self._run(run)
 
-    def release(self, instance: str, buckets: Collection[int] | None = None) -> int:
-        """Let go of ``buckets`` (all, without); returns how many were let go."""
+    def release(self, instance: str, buckets: Collection[int] | None = None) -> None:
+        """Let go of ``buckets`` (all, without). Nothing reads a row count here: a SQL
+        Server session with NOCOUNT on reports -1 for every statement."""
         if buckets is not None and not buckets:
-            return 0
-        return self._run(lambda cursor: _rowcount(cursor, self.sql.release(instance, buckets)),
-                         atomic=False)
+            return
+        self._run(lambda cursor: cursor.execute(*self.sql.release(instance, buckets)),
+                  atomic=False)
 
     def holders(self) -> list[tuple[int, str | None, int, bool]]:
         """Every bucket, its owner, its epoch and whether the lease runs, by bucket."""
@@ -154,8 +155,3 @@ class BucketLeases(BoundStore):
 
 def _ms(seconds: float) -> int:
     return round(seconds * 1000)
-
-
-def _rowcount(cursor: Any, statement: tuple[str, Sequence[Any]]) -> int:
-    cursor.execute(*statement)
-    return int(cursor.rowcount)

@@ -16,11 +16,15 @@ a few rows per relay, so the sweep reads it whole; which of their rows are in th
 buckets, the outbox says.
 
 **The fence.** A settlement first deletes its batch's row if nothing was taken from it
-(:meth:`InFlightJournal.settled`): one statement, the usual case. If no row went, the
-batch was swept, and the settlement settles only what is left of it, read under the
-row's lock. Either way the row's lock decides who comes first: a sweep waits for a
-settlement that deleted the row to commit and then finds nothing to take; a settlement
-waits for a sweep that changed the row and then sees what it left. No lock is taken
+(:meth:`InFlightJournal.settled`), then looks for the row: gone, the batch is settled
+whole (the usual case, two statements). Still there, the batch was swept, and the
+settlement settles only what is left of it, read under the row's lock, and deletes the
+row. A sweep never deletes a batch's row, even one it took whole, so a row that is gone
+was deleted by its own settlement (now, or before an outage made the relay settle it
+again). The row's lock decides who comes first: a sweep waits for a settlement that
+deleted the row to commit and then finds nothing to take; a settlement waits for a
+sweep that changed the row and then sees what it left. Nothing here reads a row count,
+which a session with ``NOCOUNT`` on (SQL Server) reports as -1, and no lock is taken
 that the settlement's own write would not take.
 
 A batch's rows are stored as their ids in order, each written as its distance from the
@@ -122,16 +126,13 @@ class InFlightSql:
             f"AND {q('bucket')} IN ({', '.join(['%s'] * len(buckets))})",
             self.ops.ids_condition(ids), ("", sorted(buckets)))
 
-    def shrink(self, entry: JournalEntry, rest: Collection[int], taken: int) -> Fragment:
-        """Leave ``rest`` of the batch of ``entry``, ``taken`` rows more taken, if nobody
-        changed its row since it was read; with nothing left, delete it."""
-        where, params = self._batch_is(entry.relay, entry.batch)
-        unchanged = f"{where} AND {self.taken} = %s"
-        if not rest:
-            return f"DELETE FROM {self.table} WHERE {unchanged}", [*params, entry.taken]
+    def shrink(self, relay: str, batch: int, rest: Collection[int], taken: int) -> Fragment:
+        """Leave ``rest`` of the batch, ``taken`` rows more taken; an empty batch stays
+        until its own settlement deletes it (see the module's docstring)."""
+        where, params = self._batch_is(relay, batch)
         return (f"UPDATE {self.table} SET {self.events} = %s, {self.event_count} = %s, "
-                f"{self.taken} = {self.taken} + %s WHERE {unchanged}",
-                [encode(rest), len(rest), taken, *params, entry.taken])
+                f"{self.taken} = {self.taken} + %s WHERE {where}",
+                [encode(rest), len(rest), taken, *params])
 
     def count_attempt(self, ids: Sequence[int]) -> Fragment:
         """One more attempt for those of ``ids`` still open: their relay lost them."""
@@ -160,15 +161,14 @@ class InFlightJournal(BoundStore):
         taken from it, settle it whole. Otherwise the ids left of it to settle (none, if
         it was taken whole), locked against sweeps until the transaction ends."""
         cursor.execute(*self.sql.forget_whole(relay, batch))
-        if cursor.rowcount == 1:
+        cursor.execute(*self.sql.events_of(relay, batch))
+        if cursor.fetchone() is None:
             return None
         cursor.execute(*self.sql.lock(relay, batch))
         cursor.execute(*self.sql.events_of(relay, batch))
-        found = cursor.fetchone()
-        if found is None:
-            return []
+        (events,) = cursor.fetchone()
         cursor.execute(*self.sql.forget(relay, batch))
-        return decode(found[0])
+        return decode(events)
 
     def sweep(self, cursor: Any, relay: str, buckets: Collection[int]) -> int:
         """After ``relay`` took ``buckets``, in the take's transaction: take the rows of
@@ -176,19 +176,31 @@ class InFlightJournal(BoundStore):
         for each still open. Returns how many rows were taken."""
         taken_in_all = 0
         for entry in self._entries(cursor):
-            if entry.relay == relay or not entry.ids:
+            if entry.relay == relay or not self._in(cursor, entry.ids, buckets):
                 continue
-            cursor.execute(*self.sql.in_buckets(entry.ids, buckets))
-            stale = {int(row[0]) for row in cursor.fetchall()}
+            # Read again under the row's lock: its settlement may have deleted it, or
+            # another sweep changed it, since.
+            cursor.execute(*self.sql.lock(entry.relay, entry.batch))
+            cursor.execute(*self.sql.events_of(entry.relay, entry.batch))
+            found = cursor.fetchone()
+            if found is None:
+                continue
+            ids = decode(found[0])
+            stale = self._in(cursor, ids, buckets)
             if not stale:
                 continue
-            rest = [i for i in entry.ids if i not in stale]
-            cursor.execute(*self.sql.shrink(entry, rest, len(stale)))
-            if cursor.rowcount != 1:
-                continue  # settled (or swept) meanwhile: nothing of it to take
+            cursor.execute(*self.sql.shrink(entry.relay, entry.batch,
+                                             [i for i in ids if i not in stale], len(stale)))
             cursor.execute(*self.sql.count_attempt(sorted(stale)))
             taken_in_all += len(stale)
         return taken_in_all
+
+    def _in(self, cursor: Any, ids: Sequence[int], buckets: Collection[int]) -> set[int]:
+        """Which of ``ids`` are rows of ``buckets``."""
+        if not ids:
+            return set()
+        cursor.execute(*self.sql.in_buckets(ids, buckets))
+        return {int(row[0]) for row in cursor.fetchall()}
 
     def entries(self, relay: str | None = None) -> list[JournalEntry]:
         """Every batch in flight (of ``relay``, with one), oldest first."""

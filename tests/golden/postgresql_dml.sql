@@ -73,11 +73,11 @@ SELECT "relay", "batch", "claimed_at", "taken", "events" FROM "outbox_in_flight"
 -- batch_rows_in_buckets [[1, 2, 3], 7, 9]
 SELECT "id" FROM "outbox" WHERE "id" = ANY(%s) AND "bucket" IN (%s, %s);
 
--- shrink_batch ['3', 1, 2, 'relay-a', 7, 0]
-UPDATE "outbox_in_flight" SET "events" = %s, "event_count" = %s, "taken" = "taken" + %s WHERE "relay" = %s AND "batch" = %s AND "taken" = %s;
+-- shrink_batch ['3', 1, 2, 'relay-a', 7]
+UPDATE "outbox_in_flight" SET "events" = %s, "event_count" = %s, "taken" = "taken" + %s WHERE "relay" = %s AND "batch" = %s;
 
--- shrink_batch_to_nothing ['relay-a', 7, 0]
-DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s AND "taken" = %s;
+-- shrink_batch_to_nothing ['', 0, 3, 'relay-a', 7]
+UPDATE "outbox_in_flight" SET "events" = %s, "event_count" = %s, "taken" = "taken" + %s WHERE "relay" = %s AND "batch" = %s;
 
 -- count_attempt [[1, 2]]
 UPDATE "outbox" SET "attempts" = "attempts" + 1 WHERE "id" = ANY(%s) AND "status" IN (0, 3);
