@@ -25,6 +25,18 @@ def ship(reference: str, linger: float = 0.0) -> dict[str, Any]:
     return {"shipped": reference}
 
 
+@task(takes_context=True)
+def ship_slowly_the_first_time(context: Any, reference: str, linger: float) -> dict[str, Any]:
+    """:func:`ship`, lingering on its first attempt only: long enough for a test to kill
+    the worker running it however slow the machine is, and no longer once run again."""
+    Shipment.objects.create(order_reference=reference, handled_by=str(os.getpid()))
+    if context.attempt == 1:
+        import time
+
+        time.sleep(linger)
+    return {"shipped": reference}
+
+
 @task()
 def explode(reason: str) -> None:
     """Fails after writing, so a test sees the write rolled back with the failure."""

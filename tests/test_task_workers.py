@@ -312,7 +312,11 @@ def test_a_worker_killed_mid_task_leaves_it_to_another_which_runs_it_once(
     try:
         pair.wait_ready()
         with transaction.atomic():
-            result = task_functions.ship.enqueue("SO-survives", linger=3.0)
+            # Killed while it lingers: three seconds were once over before the relay
+            # had exited on a loaded machine (the T-SQL leg of CI), and the test waited
+            # for a RUNNING that had come and gone.
+            result = task_functions.ship_slowly_the_first_time.enqueue("SO-survives",
+                                                                       linger=120.0)
         with environment(EVENTFERRY_TEST_QUEUE=queue):
             relay = start_relay(relay_settings(tmp_path / "events.jsonl"), "--until-empty",
                                 log=tmp_path / "relay.log")
