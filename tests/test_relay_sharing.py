@@ -60,6 +60,12 @@ class Fleet:
                                            "0.2", log=self.root / f"{name}.log",
                                            db_port=db_port)
 
+    def logs(self) -> str:
+        """The end of every relay's log, for a failure's message: a CI run's temporary
+        directories are gone by the time anyone reads its report."""
+        return "\n".join(f"--- {name}.log\n" + (self.root / f"{name}.log").read_text()[-3000:]
+                         for name in self.processes)
+
     def out(self, name: str) -> Path:
         return self.root / f"{name}.jsonl"
 
@@ -219,7 +225,12 @@ def test_a_relay_that_joins_gets_work_within_seconds(fleet: Fleet) -> None:
     joined_at = time.time()
     # On a loaded machine the joiner starts late; its share is of what was left then.
     left = len(ids) - OutboxEvent.objects.done().count()
-    wait_until(lambda: fleet.published("joiner"), timeout=30, what="the joiner to publish")
+    try:
+        wait_until(lambda: fleet.published("joiner"), timeout=30, what="the joiner to publish")
+    except AssertionError as exc:
+        done = OutboxEvent.objects.done().count()
+        raise AssertionError(f"{exc}: {left} events left when it checked in, {done} of "
+                             f"{len(ids)} done now\n{fleet.logs()}") from None
     waited = fleet.published("joiner")[0]["at"] - joined_at
     wait_until(drained, timeout=300, what="the outbox to drain")
     fleet.stop()
