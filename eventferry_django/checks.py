@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -69,20 +70,26 @@ def _check_database(parsed: EventferrySettings) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     dialect = dialect_for(vendor, parsed.table_name)
     schema = dialect.schema
-    # The migrations create the relay registry and the task results beside the outbox,
-    # named after it and longer: their names are the TABLE setting's too.
+    # The migrations create the relay registry, the task results, the bucket leases and
+    # the batches in flight beside the outbox, named after it and longer: their names
+    # are the TABLE setting's too.
     try:
-        beside: tuple[Table, ...] = (schema.registry, schema.task_results)
+        beside: tuple[Table, ...] = (schema.registry, schema.task_results,
+                                     schema.bucket_leases, schema.in_flight)
     except ConfigurationError as exc:
         messages.append(Error(
             f"{SETTING_NAME}['TABLE'] {parsed.table!r} is too long for the tables named "
             f"after it: {exc}",
-            hint="Choose a shorter table name; the relay registry and the task results "
-                 "add a suffix to it.",
+            hint="Choose a shorter table name; the tables the migrations create beside "
+                 "the outbox add a suffix to it.",
             id="eventferry.E013",
         ))
         beside = ()
-    for key, tables in (("TABLE", (schema.outbox, *beside)),
+    # Release 0.2.0 adds a constraint to the outbox by ALTER TABLE, so the outbox's
+    # shape (its CREATE TABLE, 0.1.0's) does not list it.
+    outbox = schema.outbox
+    migrated = replace(outbox, checks=(*outbox.checks, schema.claimed_needs_0_2(outbox)))
+    for key, tables in (("TABLE", (migrated, *beside)),
                         ("INBOX_TABLE", (schema.inbox(parsed.inbox_table_name),))):
         too_long = [name for table in tables for name in table.too_long_for(vendor)]
         if too_long:

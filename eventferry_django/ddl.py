@@ -1,5 +1,6 @@
 """The DDL of eventferry's tables (the outbox, the inbox, the relay registry, the task
-results) for a connection or a named vendor, from the settings.
+results, the bucket leases, the batches in flight) for a connection or a named vendor,
+from the settings.
 
 The migrations run the frozen statements of a release (:mod:`.released_ddl`), and
 ``manage.py outbox_sql`` prints those same statements, so what a DBA reviews is byte for
@@ -22,20 +23,44 @@ from .released_ddl import (
     template,
 )
 from .store import Dialect, dialect_for
+from .store.bucket_leases import BucketLeaseSql
 from .store.schema import SchemaSql
+from .store.sql import Fragment
 from .store.tables import Table
 
 #: eventferry's tables, as the migrations and ``outbox_sql`` name them.
-TableKind = Literal["outbox", "inbox", "relays", "task_results"]
+TableKind = Literal["outbox", "inbox", "relays", "task_results", "buckets", "in_flight"]
 
-#: The model whose database router decides where each table goes: the relay registry
-#: has no model and lives beside the outbox.
+#: The model whose database router decides where each table goes: the relay registry,
+#: the bucket leases and the batches in flight have no model and live beside the outbox.
 ROUTED_BY: dict[TableKind, str] = {"outbox": "outboxevent", "inbox": "inboxmessage",
-                                   "relays": "outboxevent", "task_results": "taskresultrecord"}
+                                   "relays": "outboxevent", "task_results": "taskresultrecord",
+                                   "buckets": "outboxevent", "in_flight": "outboxevent"}
 
 
 def _create_or_drop(schema: SchemaSql, table: Table, forwards: bool) -> list[str]:
     return schema.create_statements(table) if forwards else schema.drop_statements(table)
+
+
+def _verbatim(fragment: Fragment) -> str:
+    """``fragment`` with its parameters written in: a migration sends released SQL as it
+    is (``params=None``). Integers only, which need no quoting."""
+    sql, params = fragment
+    if not all(type(value) is int for value in params):
+        raise ValueError(f"only integers are written into released SQL: {params!r}")
+    return sql % tuple(params)
+
+
+def _seeded_buckets(schema: SchemaSql, table: Table, forwards: bool) -> list[str]:
+    """The bucket leases' table and its row per bucket (the relays' own seed, so it stays
+    idempotent: only the rows missing are written)."""
+    if not forwards:
+        return schema.drop_statements(table)
+    return [*schema.create_statements(table), _verbatim(BucketLeaseSql(schema.ops).seed())]
+
+
+def _no_claimed_rows(schema: SchemaSql, table: Table, forwards: bool) -> list[str]:
+    return schema.claimed_status_statements(table, forwards=forwards)
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,15 @@ RELEASES: dict[str, dict[TableKind, Step]] = {
         "relays": Step("the relay registry beside the outbox"),
         "task_results": Step("the Django tasks' results table beside the outbox"),
     },
+    # The one-write relay (docs/design/one-write.md): it holds buckets, not rows, and
+    # journals its batches in flight; a 0.1.0 relay's claims are refused.
+    "0.2.0": {
+        "buckets": Step("the bucket leases beside the outbox, one row per bucket",
+                        _seeded_buckets),
+        "in_flight": Step("the batches in flight beside the outbox"),
+        "outbox": Step("rows a 0.1.0 relay left claimed handed back, and status 1 refused "
+                       "from then on", _no_claimed_rows),
+    },
 }
 
 
@@ -66,7 +100,7 @@ def table_name(kind: TableKind = "outbox", *, schema: str | None = None,
     ``EVENTFERRY``."""
     settings = get_settings()
     schema = schema if schema is not None else settings.schema
-    if kind != "inbox":  # the relay registry's and the task results' follow the outbox's
+    if kind != "inbox":  # the tables beside the outbox follow its name
         return TableName(table if table is not None else settings.table, schema)
     return TableName(table if table is not None else settings.inbox_table, schema, role="Inbox")
 
@@ -81,20 +115,20 @@ def table_ddl(
 ) -> tuple[Dialect, Table]:
     """The live dialect for ``vendor`` and the ``kind`` table it renders (for DDL no
     migration runs, and for freezing a new release's); ``table`` names that table
-    (for the relay registry and the task results: their outbox), and arguments left as
-    None come from ``EVENTFERRY``."""
+    (for the tables beside the outbox: their outbox), and arguments left as None come
+    from ``EVENTFERRY``."""
     settings = get_settings()
     outbox = table_name(schema=schema, table=table if kind != "inbox" else None)
     dialect = dialect_for(
         vendor, outbox, native_json=settings.native_json if native_json is None else native_json,
     )
-    if kind == "outbox":
-        return dialect, dialect.schema.outbox
-    if kind == "relays":
-        return dialect, dialect.schema.registry
-    if kind == "task_results":
-        return dialect, dialect.schema.task_results
-    return dialect, dialect.schema.inbox(table_name("inbox", schema=schema, table=table))
+    tables = dialect.schema
+    if kind == "inbox":
+        return dialect, tables.inbox(table_name("inbox", schema=schema, table=table))
+    beside = {"outbox": tables.outbox, "relays": tables.registry,
+              "task_results": tables.task_results, "buckets": tables.bucket_leases,
+              "in_flight": tables.in_flight}
+    return dialect, beside[kind]
 
 
 def step(release: str, kind: TableKind) -> Step:

@@ -100,6 +100,12 @@ class TableName:
     def claimed_check(self) -> str:
         return f"CK_{self.table}_claimed_at"
 
+    @property
+    def claimed_needs_0_2_check(self) -> str:
+        """The constraint (SQLite: the triggers) refusing status 1 from release 0.2.0 on:
+        only a 0.1.0 relay still writes it, and its every claim fails with this name."""
+        return f"CK_{self.table}_claimed_needs_0_2"
+
     def default_constraint(self, column: str) -> str:
         """SQL Server names its DEFAULT constraints; unnamed ones get random names."""
         return f"DF_{self.table}_{column}"

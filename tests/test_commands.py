@@ -194,8 +194,10 @@ def test_outbox_sql_for_a_dba() -> None:
               "--native-json")
     assert "IF OBJECT_ID(N'[messaging].[events]', N'U') IS NULL" in out
     assert "[payload] JSON NOT NULL" in out and "ISJSON" not in out
+    # Newest release first: 0.2.0's constraint, then 0.1.0's table.
     assert run("outbox_sql", "--vendor", "microsoft", "--reverse").strip() == (
-        "DROP TABLE IF EXISTS [dbo].[outbox];")
+        "ALTER TABLE [dbo].[outbox] DROP CONSTRAINT IF EXISTS [CK_outbox_claimed_needs_0_2];"
+        "\nDROP TABLE IF EXISTS [dbo].[outbox];")
     with pytest.raises(CommandError, match="invalid choice: 'oracle'"):
         run("outbox_sql", "--vendor", "oracle")
 
@@ -209,16 +211,19 @@ def test_outbox_sql_prints_the_optional_sequential_key_tuning_for_sql_server_onl
         run("outbox_sql", "--vendor", "postgresql", "--optimize-sequential-key")
 
 
-def test_outbox_sql_prints_release_0_1_0_whole_and_alone() -> None:
-    out = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging")
+def test_outbox_sql_prints_release_0_1_0_whole_then_0_2_0() -> None:
+    first = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
+                "--release", "0.1.0")
     # One table with every column and index of 0.1.0: nothing left for a later step.
-    assert '"bucket" SMALLINT NULL' in out and '"schema_version" VARCHAR(255) NULL' in out
-    assert "autovacuum_vacuum_scale_factor = 0" in out
-    assert [line.split(" ON ")[0] for line in out.splitlines() if "CREATE INDEX" in line] == [
+    assert '"bucket" SMALLINT NULL' in first and '"schema_version" VARCHAR(255) NULL' in first
+    assert "autovacuum_vacuum_scale_factor = 0" in first
+    assert [line.split(" ON ")[0] for line in first.splitlines() if "CREATE INDEX" in line] == [
         f'CREATE INDEX IF NOT EXISTS "IX_outbox_{index}"'
         for index in ("agg_open", "claim_ready", "closed_rows", "bucket_fresh")]
-    assert run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
-               "--release", "0.1.0") == out
+    then = run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging",
+               "--release", "0.2.0")
+    assert '"CK_outbox_claimed_needs_0_2"' in then and "CREATE INDEX" not in then
+    assert run("outbox_sql", "--vendor", "postgresql", "--schema", "messaging") == first + then
     with pytest.raises(CommandError, match=r"invalid choice: '0\.0\.9'"):
         run("outbox_sql", "--vendor", "postgresql", "--release", "0.0.9")
 

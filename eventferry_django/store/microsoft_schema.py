@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from .schema import SchemaSql
-from .tables import Column, Index, Table
+from .tables import Check, Column, Index, Table
 
 
 def unicode_literal(value: str) -> str:
@@ -98,6 +98,14 @@ class MicrosoftSchema(SchemaSql):
     def create_statements(self, table: Table | None = None) -> list[str]:
         # One batch; each object under its own guard, so any missing part is repaired.
         return [self.batch(self.guarded_blocks(table))]
+
+    def add_check_statements(self, table: Table, check: Check, reason: str) -> list[str]:
+        # The server's own message names the constraint; the name carries ``reason``.
+        guard = (f"NOT EXISTS (SELECT 1 FROM sys.check_constraints "
+                 f"WHERE name = {unicode_literal(check.name)} "
+                 f"AND parent_object_id = {self.object_id(table)})")
+        add = f"ALTER TABLE {self.qualified(table)} ADD {self.check_definition(table, check)}"
+        return [self.batch([(guard, add)])]
 
     def drop_statements(self, table: Table | None = None) -> list[str]:
         return [f"DROP TABLE IF EXISTS {self.qualified(table or self.outbox)};"]

@@ -2,10 +2,11 @@
 (``dialect.schema``), as Django's schema editor is a part of its backend.
 
 It renders any :class:`~.tables.Table` (the outbox, the inbox, the relay registry, the
-task results) into guarded, idempotent DDL; each vendor module subclasses it to spell
-types, defaults, guards and options. What a released migration runs is this DDL as it
-was when the release was frozen (:mod:`eventferry_django.released_ddl`), never these
-methods at migrate time.
+task results, the bucket leases, the batches in flight) into guarded, idempotent DDL,
+and the steps by which a later release changes a table (0.2.0's: the outbox refuses
+claimed rows); each vendor module subclasses it to spell types, defaults, guards and
+options. What a released migration runs is this DDL as it was when the release was
+frozen (:mod:`eventferry_django.released_ddl`), never these methods at migrate time.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ..contract import PENDING
+from ..contract import CLAIMED, PENDING
 from ..naming import TableName
 from .ops import SqlOps
 from .tables import (
     CLOSED_STATUSES_SQL,
     OPEN_STATUSES_SQL,
+    Check,
     Column,
     Index,
     Table,
@@ -32,6 +34,12 @@ from .tables import (
     retention_index,
     task_results_table,
 )
+
+#: What a refused write of status 1 says where the DDL words the refusal itself (SQLite's
+#: triggers): elsewhere the vendor's own message names the constraint, and its name
+#: (:attr:`~eventferry_django.naming.TableName.claimed_needs_0_2_check`) says the same.
+CLAIMED_NEEDS_0_2 = ("a relay of eventferry-django 0.1.0 is claiming rows (status 1), which "
+                     "0.2.0 refuses: upgrade it to 0.2.0")
 
 
 class SchemaSql:
@@ -62,6 +70,12 @@ class SchemaSql:
     #: Whether the outbox has the bucket index: everywhere relays share the aggregates
     #: out, so not on SQLite, whose single writer has its relays take turns instead.
     indexes_buckets: ClassVar[bool] = True
+
+    #: Whether a CHECK added to a table checks the rows already there (and is refused
+    #: while one fails it). Where it does not (PostgreSQL's NOT VALID, SQLite's
+    #: triggers), release 0.2.0 refuses status 1 before handing the claimed rows back,
+    #: so that a 0.1.0 relay cannot claim a row between the two, even in autocommit.
+    checks_existing_rows: ClassVar[bool] = True
 
     # -- DDL ---------------------------------------------------------------------------
     # Every DDL method takes the table it renders; left out, that is this dialect's outbox.
@@ -136,10 +150,18 @@ class SchemaSql:
                 constraints.append(
                     f"CONSTRAINT {q(table.name.json_check(column))} CHECK ({expression})"
                 )
-        quoted = {c.name: q(c.name) for c in table.columns}
-        constraints += [f"CONSTRAINT {q(c.name)} CHECK ({c.expression.format_map(quoted)})"
-                        for c in table.checks]
+        constraints += [self.check_definition(table, c) for c in table.checks]
         return [c for c in constraints if c is not None]
+
+    def check_expression(self, table: Table, check: Check, row: str = "") -> str:
+        """``check``'s expression with its columns quoted (each prefixed with ``row``,
+        where a trigger names the row it tests: ``NEW.``)."""
+        return check.expression.format_map(
+            {c.name: f"{row}{self.ops.quote(c.name)}" for c in table.columns})
+
+    def check_definition(self, table: Table, check: Check) -> str:
+        return (f"CONSTRAINT {self.ops.quote(check.name)} "
+                f"CHECK ({self.check_expression(table, check)})")
 
     def table_body(self, table: Table, indent: str = "") -> str:
         lines = ([self.column_definition(table, c) for c in table.columns]
@@ -201,3 +223,44 @@ class SchemaSql:
         """Tuning of the primary key for inserts that all land on its last page (SQL
         Server's OPTIMIZE_FOR_SEQUENTIAL_KEY); nothing elsewhere."""
         return []
+
+    # -- release 0.2.0: the outbox without claimed rows ------------------------------------
+    def claimed_needs_0_2(self, table: Table) -> Check:
+        """The CHECK refusing status 1 (claimed), which the one-write relay never writes:
+        a 0.1.0 relay still running fails its every claim with this name and publishes
+        nothing, where it would publish beside the 0.2.0 relays, which cannot see its
+        claims."""
+        return Check(table.name.claimed_needs_0_2_check, f"{{status}} <> {CLAIMED}")
+
+    def hand_back_claimed_sql(self, table: Table) -> str:
+        """The rows a 0.1.0 relay left claimed, pending again. No attempt is counted: the
+        relay was most likely stopped for the upgrade, not killed by the event."""
+        q = self.ops.quote
+        return (f"UPDATE {self.qualified(table)} SET {q('status')} = {PENDING}, "
+                f"{q('claimed_at')} = NULL, {q('next_retry_at')} = NULL "
+                f"WHERE {q('status')} = {CLAIMED}")
+
+    def claimed_status_statements(self, table: Table, *, forwards: bool) -> list[str]:
+        """Release 0.2.0's step for the outbox: the claimed rows handed back and status 1
+        refused from then on (:meth:`claimed_needs_0_2`), in the order
+        :attr:`checks_existing_rows` allows. Backwards the refusal goes; the rows stay
+        pending, which a 0.1.0 relay claims as any other."""
+        check = self.claimed_needs_0_2(table)
+        if not forwards:
+            return self.drop_check_statements(table, check)
+        refuse = self.add_check_statements(table, check, CLAIMED_NEEDS_0_2)
+        hand_back = self.hand_back_claimed_sql(table)
+        return [hand_back, *refuse] if self.checks_existing_rows else [*refuse, hand_back]
+
+    def add_check_statements(self, table: Table, check: Check, reason: str) -> list[str]:
+        """Add ``check`` to ``table`` unless it has a constraint of that name, guarded
+        per vendor (PostgreSQL, MySQL and SQL Server have no ADD CONSTRAINT IF NOT
+        EXISTS). ``reason`` is what a refused write says where the DDL words it
+        (SQLite)."""
+        raise NotImplementedError
+
+    def drop_check_statements(self, table: Table, check: Check) -> list[str]:
+        """Drop ``check`` if ``table`` has it: ``DROP CONSTRAINT IF EXISTS`` serves where
+        the vendor has it (PostgreSQL, SQL Server 2016+)."""
+        return [f"ALTER TABLE {self.qualified(table)} "
+                f"DROP CONSTRAINT IF EXISTS {self.ops.quote(check.name)}"]

@@ -1,5 +1,5 @@
-"""``manage.py outbox_sql``: print the outbox (or inbox, relay registry, task results)
-DDL for review, touching no database."""
+"""``manage.py outbox_sql``: print the outbox (or inbox, relay registry, task results,
+bucket leases, batches in flight) DDL for review, touching no database."""
 
 from __future__ import annotations
 
@@ -15,13 +15,19 @@ from ...naming import has_schemas
 from ...store import VENDORS
 from ._base import EventferryCommand
 
+#: The flags that print another table than the outbox, and the table each prints.
+OTHER_TABLES: dict[str, TableKind] = {
+    "inbox": "inbox", "relay_registry": "relays", "task_results": "task_results",
+    "buckets": "buckets", "in_flight": "in_flight",
+}
+
 
 class Command(EventferryCommand):
     help = (
         "Print the exact DDL that `migrate` runs for the outbox table (or, with --inbox, "
-        "--relay-registry or --task-results, for that table), without connecting to a "
-        "database (for DBAs who review schema changes). Defaults come from EVENTFERRY "
-        "and the vendor of its DATABASE."
+        "--relay-registry, --task-results, --buckets or --in-flight, for that table), "
+        "without connecting to a database (for DBAs who review schema changes). Defaults "
+        "come from EVENTFERRY and the vendor of its DATABASE."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -44,6 +50,12 @@ class Command(EventferryCommand):
         parser.add_argument("--task-results", action="store_true",
                             help="Print the Django tasks' results table's DDL (--table "
                             "names its outbox) instead.")
+        parser.add_argument("--buckets", action="store_true",
+                            help="Print the bucket leases' DDL (--table names its outbox) "
+                            "instead.")
+        parser.add_argument("--in-flight", action="store_true",
+                            help="Print the DDL of the batches in flight (--table names its "
+                            "outbox) instead.")
         parser.add_argument(
             "--native-json", action="store_true", default=None,
             help="SQL Server 2025: use the native json type instead of NVARCHAR(MAX) + ISJSON "
@@ -71,17 +83,14 @@ class Command(EventferryCommand):
                      else f"EVENTFERRY['SCHEMA'] {schema!r}")
             raise CommandError(f"SQLite has no schemas: {given} cannot be used for it "
                                "(the settings check says the same: eventferry.E014).")
-        tables = [flag for flag in ("inbox", "relay_registry", "task_results") if options[flag]]
-        if len(tables) > 1:
-            raise CommandError(f"{' and '.join('--' + t.replace('_', '-') for t in tables)} "
+        flags = [flag for flag in OTHER_TABLES if options[flag]]
+        if len(flags) > 1:
+            raise CommandError(f"{' and '.join(_flag(f) for f in flags)} "
                                "print different tables; pick one.")
-        kind: TableKind = ("inbox" if options["inbox"] else "relays"
-                           if options["relay_registry"] else "task_results"
-                           if options["task_results"] else "outbox")
-        if kind in ("relays", "task_results") and options["optimize_sequential_key"]:
-            flag = "--relay-registry" if kind == "relays" else "--task-results"
-            raise CommandError(f"{flag} prints its own table; --optimize-sequential-key "
-                               "concerns the outbox and the inbox.")
+        kind: TableKind = OTHER_TABLES[flags[0]] if flags else "outbox"
+        if kind not in ("outbox", "inbox") and options["optimize_sequential_key"]:
+            raise CommandError(f"{_flag(flags[0])} prints its own table; "
+                               "--optimize-sequential-key concerns the outbox and the inbox.")
         try:
             dialect, table = table_ddl(
                 vendor, kind, schema=options["schema"],
@@ -119,3 +128,7 @@ class Command(EventferryCommand):
                 f"Database {alias!r} is {vendor!r}; pass --vendor ({', '.join(VENDORS)})."
             )
         return vendor
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")

@@ -1,0 +1,13 @@
+-- Release 0.2.0 on microsoft: rows a 0.1.0 relay left claimed handed back, and status 1 refused from then on.
+-- Released DDL: never edit this file (see eventferry_django/released_ddl.py).
+-- [forwards]
+-- [statement]
+UPDATE {{schema_prefix}}[{{table}}] SET [status] = 0, [claimed_at] = NULL, [next_retry_at] = NULL WHERE [status] = 1
+-- [statement]
+IF NOT EXISTS (SELECT 1 FROM sys.check_constraints WHERE name = N'CK_{{table}}_claimed_needs_0_2' AND parent_object_id = OBJECT_ID(N'{{schema_prefix}}[{{table}}]', N'U'))
+BEGIN
+    ALTER TABLE {{schema_prefix}}[{{table}}] ADD CONSTRAINT [CK_{{table}}_claimed_needs_0_2] CHECK ([status] <> 1);
+END;
+-- [backwards]
+-- [statement]
+ALTER TABLE {{schema_prefix}}[{{table}}] DROP CONSTRAINT IF EXISTS [CK_{{table}}_claimed_needs_0_2]
