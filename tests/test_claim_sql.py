@@ -20,8 +20,9 @@ from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import VENDORS, dialect_for
-from eventferry_django.store.claim import ALL_BUCKETS, ClaimRequest
+from eventferry_django.store.claim import ALL_BUCKETS, IN_FLIGHT_READS, ClaimRequest
 from eventferry_django.store.microsoft import MicrosoftDialect
+from eventferry_django.store.microsoft_claim import MicrosoftClaim
 from eventferry_django.store.sql import Fragment, Slot
 
 from .test_ddl_golden import RecordingCursor
@@ -78,16 +79,14 @@ class SentCursor(RecordingCursor):
         sql = self.statements[-1][0]
         if "THEN 1 ELSE 0 END FROM" in sql:
             return [(2, "a", 1)]  # MariaDB's chain read: id, aggregate, claimable
-        if "NOT e." in sql:
-            return [(1,)]  # MariaDB's second look at the heads
-        if "c.`next_retry_at` <=" in sql or "c.`claimed_at` <" in sql:
+        if "c.`next_retry_at` <=" in sql:
             return []  # no overdue head
         return [(1, "a")]
 
 
 def one_id_each(sql: str, values: list[Any]) -> tuple[str, list[Any]]:
-    """A statement sent with a list of ids (MariaDB's ``IN (%s, %s, ...)``) as committed:
-    with one id, and the values of the others left out."""
+    """A statement sent with a list of ids or buckets (MariaDB's ``IN (%s, %s, ...)``) as
+    committed: with one, and the values of the others left out."""
     text, kept, rest = [], [], iter(values)
     for piece in re.split(r"(IN \((?:%s, )*%s\)|(?<!%)%s)", sql):
         if piece.startswith("IN (") or piece == "%s":
@@ -101,12 +100,20 @@ def one_id_each(sql: str, values: list[Any]) -> tuple[str, list[Any]]:
 
 #: Requests that, between them, send every statement of every vendor's claim.
 REQUESTS = [
-    ClaimRequest(500, 60, max_chain=2),
-    ClaimRequest(500, 60, max_chain=2, expired_leases=False),
-    ClaimRequest(500, 60, max_chain=2, buckets=(7,)),
-    ClaimRequest(500, 60, max_chain=2, buckets=(7,), expired_leases=False),
-    ClaimRequest(500, 60, max_chain=1),
+    ClaimRequest(500, max_chain=2),
+    ClaimRequest(500, max_chain=2, buckets=(7,)),
+    ClaimRequest(500, max_chain=1),
+    ClaimRequest(500, max_chain=1, buckets=(7,)),
 ]
+
+
+def bound(vendor: str, slot: str, value: Any) -> tuple[Any, ...]:
+    """The values a slot may be sent with: the request's, and on MariaDB, whose windows
+    and walks bind their sizes themselves, those read four times as wide as well (the
+    aggregates in flight are passed over after the read)."""
+    if vendor == "mysql" and slot in ("window", "heads"):
+        return value, value * IN_FLIGHT_READS
+    return (value,)
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
@@ -119,8 +126,8 @@ def test_the_claim_sends_the_committed_statements_and_each_of_them(vendor: str) 
     used = set()
     for request in REQUESTS:
         cursor = SentCursor()
-        claim.run(cursor, request)
-        slots = claim.slots(request)
+        claim.run(cursor, request, ["x"])
+        slots = claim.slots(request, ["x"])
         for sent in cursor.statements:
             sql, values = one_id_each(*sent)
             assert sql in by_sql, f"{vendor} sent a statement not committed:\n{sql}"
@@ -130,24 +137,37 @@ def test_the_claim_sends_the_committed_statements_and_each_of_them(vendor: str) 
             for value, slot in zip(values, params, strict=True):
                 # The request's own slots; a candidate's, a head's or a bucket's vary.
                 if isinstance(slot, Slot) and slot in slots:
-                    assert value == slots[slot], (vendor, name, slot)
+                    assert value in bound(vendor, slot, slots[slot]), (vendor, name, slot)
     assert used == set(statements), f"never sent: {set(statements) - used}"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_claim_reads_no_window_of_rows_without_a_bucket_and_writes_nothing(
+        vendor: str) -> None:
+    """Rows without a bucket wait for the bucket filler, which gives them theirs: read
+    oldest first, they are among the fresh rows; bucket by bucket, no window reads them.
+    And no statement of the claim writes a row or locks one."""
+    for name, (sql, _) in dialect_for(vendor, TableName("outbox")).claim.statements().items():
+        assert not re.search(r"bucket\W*\s+IS NULL", sql), (vendor, name)
+        assert not re.search(r"\bUPDATE\b|\bDELETE\b|FOR UPDATE|UPDLOCK", sql), (vendor, name)
+        assert all(target.startswith("@") for target in re.findall(r"INSERT INTO (\S+)", sql)), (
+            vendor, name)
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_a_claim_binds_the_requests_own_values(vendor: str) -> None:
     """No vendor clamps or reads the request by itself: the slots are the request's."""
-    request = ClaimRequest(300, 30, heads=50, max_chain=4, buckets=(1, 2, 3))
+    request = ClaimRequest(300, heads=50, max_chain=4, buckets=(1, 2, 3))
     slots = dialect_for(vendor, TableName("outbox")).claim.slots(request)
     assert (slots["limit"], slots["heads"], slots["max_chain"]) == (300, 50, 4)
     assert slots["window"] == -(-2 * 50 // 3)
-    assert ClaimRequest(10, 30, heads=50).most_heads == 10
+    assert ClaimRequest(10, heads=50).most_heads == 10
 
 
 def test_a_claim_read_oldest_first_reads_twice_its_heads() -> None:
-    assert ClaimRequest(500, 60).window == 1000
-    assert ClaimRequest(500, 60, buckets=ALL_BUCKETS).window == 4
-    assert ClaimRequest(500, 60, buckets=(1,)).window == 1000
+    assert ClaimRequest(500).window == 1000
+    assert ClaimRequest(500, buckets=ALL_BUCKETS).window == 4
+    assert ClaimRequest(500, buckets=(1,)).window == 1000
 
 
 # -- SQL Server's batch, parsed ----------------------------------------------------------------
@@ -157,7 +177,7 @@ def as_tsql_parameters(sql: str) -> str:
     return "".join(f"{part}@p{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
 
 
-def parse_one(sql: str) -> exp.Expression:
+def parse_one(sql: str) -> exp.Expr:
     parsed = sqlglot.parse(sql, read="tsql")
     assert len(parsed) == 1 and parsed[0] is not None
     tree = parsed[0]
@@ -167,94 +187,75 @@ def parse_one(sql: str) -> exp.Expression:
     return tree
 
 
-def tsql_claim() -> Any:
-    return MicrosoftDialect(TableName("outbox", "messaging")).claim
+def tsql_claim(name: TableName | None = None) -> MicrosoftClaim:
+    claim = MicrosoftDialect(name or TableName("outbox", "messaging")).claim
+    assert isinstance(claim, MicrosoftClaim)
+    return claim
 
 
 @pytest.mark.parametrize("by_bucket", [False, True])
-def test_tsql_claim_batch_parts_parse_and_hold_the_contract(by_bucket: bool) -> None:
+def test_tsql_claim_batch_parses_and_writes_or_locks_nothing(by_bucket: bool) -> None:
+    """The claim: one batch in the caller's transaction, every statement of it parsed,
+    that writes nothing but its table variables."""
     claim = tsql_claim()
     batch, params = claim.claim_sql(by_bucket)
-    parts: list[Fragment] = [claim.candidates.sql(by_bucket), claim.claim_heads_sql(),
-                             claim.claim_count_sql(), claim.claim_chains_sql()]
+    parts: list[Fragment] = [claim.in_flight_sql(), claim.candidates.sql(by_bucket),
+                             claim.heads_sql(), claim.count_sql(), claim.picked_sql()]
     for sql, _ in parts:
         assert sql in batch
         parse_one(as_tsql_parameters(sql))
-    for declared in claim.claim_declare_sql().split(";\n"):
+    for declared in claim.declare_sql().split(";\n"):
         parse_one(declared)
-    # The frame sqlglot cannot parse (TRY/CATCH) is pinned by the committed file instead.
-    for line in ("SET NOCOUNT ON;", "SET XACT_ABORT ON;", "BEGIN TRY", "BEGIN TRANSACTION;",
-                 "COMMIT TRANSACTION;", "BEGIN CATCH", "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;",
-                 "THROW;", "END CATCH;"):
-        assert line in batch
-    assert batch.count("%s") == len(params)
-    assert "SYSUTCDATETIME()" in batch and "GETDATE" not in batch
-    assert "ISOLATION LEVEL" not in batch
-
-
-@pytest.mark.parametrize("by_bucket", [False, True])
-def test_tsql_read_only_claim_parses_and_writes_or_locks_nothing(by_bucket: bool) -> None:
-    """The one-write claim (``MicrosoftClaim.read_sql``): one batch in the caller's
-    transaction, every statement of it parsed."""
-    claim = tsql_claim()
-    batch, params = claim.read_sql(by_bucket)
     statements = sqlglot.parse(as_tsql_parameters(batch), read="tsql")
     assert all(s is not None for s in statements)
     commands = [n.sql() for s in statements if s is not None for n in s.walk()
                 if isinstance(n, exp.Command)]
     assert not commands, f"sqlglot could not parse: {commands}"
     assert batch.count("%s") == len(params)
-    for absent in ("UPDLOCK", "UPDATE ", "TRANSACTION", "XACT_ABORT"):
+    assert "SYSUTCDATETIME()" in batch and "GETDATE" not in batch
+    for absent in ("UPDLOCK", "UPDATE ", "TRANSACTION", "XACT_ABORT", "ISOLATION LEVEL"):
         assert absent not in batch
-    # Each window is read four times as wide, the aggregates in flight passed over after.
-    assert batch.count("@in_flight AS i") == (3 if by_bucket else 2)
-    # The chains' walk waits for a locked row rather than skip it.
-    chain_walk = batch[batch.index(") AS h CROSS APPLY ("):]
-    assert "WITH (READCOMMITTEDLOCK)" in chain_walk and "READPAST" not in chain_walk
+    # Each window is read four times as wide, the aggregates in flight passed over after;
+    # the overdue rows pass them over too.
+    assert batch.count("@in_flight AS i") == 2
+    # Bucket by bucket, the overdue rows of the claim's buckets only.
+    assert ("o.[bucket] IN (SELECT b.[bucket] FROM OPENJSON(" in batch) is by_bucket
 
 
 def test_tsql_claim_never_lets_a_later_row_out_first() -> None:
     claim = tsql_claim()
-    (candidates, _), (heads, _), (chains, _) = (
-        claim.candidates.sql(True), claim.claim_heads_sql(), claim.claim_chains_sql())
-    # The candidates are read unlocked, rows other claims hold skipped.
-    assert "UPDLOCK" not in candidates
-    assert candidates.count("WITH (READCOMMITTEDLOCK, READPAST)") == 3  # 2 windows, overdue
-    # The heads: READPAST and UPDLOCK on the read, never on the head probe.
+    (candidates, _), (heads, _), (picked, _) = (
+        claim.candidates.sql(True), claim.heads_sql(), claim.picked_sql())
+    # The candidates are read skipping rows being written.
+    assert candidates.count("WITH (READCOMMITTEDLOCK, READPAST)") == 2  # the window, overdue
+    # The heads: READPAST on the read, never on the head probe, which waits.
     read, probe = heads.split("NOT EXISTS", 1)
-    assert "WITH (READCOMMITTEDLOCK, READPAST, UPDLOCK, ROWLOCK)" in read
+    assert "WITH (READCOMMITTEDLOCK, READPAST)" in read
     assert "WITH (READCOMMITTEDLOCK)" in probe and "READPAST" not in probe
     heads_tree = parse_one(as_tsql_parameters(heads))
     assert isinstance(heads_tree, exp.Insert) and "@heads" in heads_tree.sql("tsql")
-    # The chain walk: no READPAST (a skipped locked row would let a later one out first),
-    # and it stops at the first row not claimable by its own state.
-    chains_tree = parse_one(as_tsql_parameters(chains))
-    assert isinstance(chains_tree, exp.Update) and "INTO @claimed" in chains_tree.sql("tsql")
-    assert "WITH" not in chains.split("UPDATE", 1)[0]  # a derived table, not a CTE
-    assert "READPAST" not in chains
-    walk = chains_tree.find(exp.Lateral)
+    # The chain walk: no READPAST (a skipped row would let a later one out first), and it
+    # stops at the first row not claimable by its own state.
+    picked_tree = parse_one(as_tsql_parameters(picked))
+    walk = picked_tree.find(exp.Lateral)
     assert walk is not None and "CROSS APPLY" in walk.sql("tsql")
-    assert "WITH (READCOMMITTEDLOCK, UPDLOCK, ROWLOCK)" in chains
-    assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in chains
-    assert "r.unbroken = 1" in chains and "c.[id] > h.[id]" in chains
+    assert "READPAST" not in picked and "WITH (READCOMMITTEDLOCK)" in picked
+    assert "OVER (ORDER BY c.[id] ROWS UNBOUNDED PRECEDING) AS unbroken" in picked
+    assert "r.unbroken = 1" in picked and "c.[id] > h.[id]" in picked
     # Each chain reads at most its head's share of the batch, from the count of heads.
-    assert "@taken" in chains and "h.[rank]" in chains
-    assert chains.rstrip().endswith("OPTION (MAXDOP 1)")
+    assert "@taken" in picked and "h.[rank]" in picked
 
 
-def test_tsql_claim_batch_turns_its_session_options_off_on_every_way_out() -> None:
-    """SQL Server restores NOCOUNT and XACT_ABORT when a parameterized batch returns, but
-    a driver that sends the claim as a plain batch would leave them on the connection for
-    whoever uses it next (a pool's next borrower): row counts gone, every error dooming
-    the transaction. So the batch turns both off itself, after the result and before a
-    re-raised error alike."""
+def test_tsql_claim_batch_gives_back_its_row_counts_before_the_rows() -> None:
+    """NOCOUNT is on while the table variables fill and off before the rows are read, so
+    the rows are the batch's first result and the connection keeps its row counts after
+    it, however the driver sends the batch."""
     for by_bucket in (False, True):
-        batch, _ = MicrosoftDialect(TableName("outbox")).claim.claim_sql(by_bucket)
-        reset = "SET NOCOUNT OFF;\nSET XACT_ABORT OFF;"
-        assert batch.rstrip().endswith(reset)
-        catch = batch.split("BEGIN CATCH", 1)[1].split("END CATCH;", 1)[0]
-        assert catch.index("SET NOCOUNT OFF;") < catch.index("THROW;")
-        assert catch.index("SET XACT_ABORT OFF;") < catch.index("THROW;")
+        batch, _ = tsql_claim(TableName("outbox")).claim_sql(by_bucket)
+        assert batch.startswith("SET NOCOUNT ON;\n")
+        assert batch.count("SET NOCOUNT") == 2
+        before, rows = batch.split("SET NOCOUNT OFF;\n", 1)
+        assert "SELECT o.[id]" in rows and "INSERT" not in rows and "SELECT o.[id]" not in before
 
 
 def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() -> None:
@@ -264,7 +265,7 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() ->
     repeat the bucket index's filter word for word. (Under PARAMETERIZATION FORCED they
     stay literals: the claim is sent already parameterized, and such statements are left
     alone.)"""
-    claim = MicrosoftDialect(TableName("outbox")).claim
+    claim = tsql_claim(TableName("outbox"))
     schema = MicrosoftDialect(TableName("outbox")).schema
     for by_bucket in (False, True):
         candidates, _ = claim.candidates.sql(by_bucket)
@@ -275,5 +276,5 @@ def test_tsql_claim_reads_status_as_literals_the_filtered_indexes_can_match() ->
     assert schema.index_definition(claim_index).endswith("WHERE [status] IN (0, 1, 3)")
     bucket_index = next(i for i in schema.outbox.indexes if i.fresh_rows_only)
     bucket_filter = schema.index_definition(bucket_index).split(" WHERE ", 1)[1]
-    window, _ = claim.window_sql(("IS NULL", []), ("%s", [None]))
+    window, _ = claim.window_sql(("= b.[bucket]", []), ("%s", [None]))
     assert bucket_filter.replace("[", "f.[") in window

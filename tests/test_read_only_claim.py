@@ -1,7 +1,6 @@
-"""The one-write design's claim (docs/design/one-write.md, ``ClaimSql.read``): the rows
-the claim would take, read and handed out with nothing written, passing over the
-aggregates in flight. Not sent by the relay yet; measured on PostgreSQL by
-``benchmarks/database_cost.py --one-write``."""
+"""The claim (``ClaimSql.run``, docs/design/one-write.md): the rows of the relay's own
+buckets, read and handed out with nothing written, passing over the aggregates in
+flight."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import Q
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
@@ -25,7 +25,7 @@ def publish(*aggregates: str) -> None:
 
 def read_claim(request: ClaimRequest, in_flight: list[str] | None = None) -> list[tuple[Any, ...]]:
     with transaction.atomic(), connection.cursor() as cursor:
-        return sorted(OutboxStore().dialect.claim.read(cursor, request, in_flight or []))
+        return sorted(OutboxStore().dialect.claim.run(cursor, request, in_flight or []))
 
 
 def aggregates_and_ids(rows: list[tuple[Any, ...]]) -> list[tuple[str, int]]:
@@ -37,19 +37,19 @@ def test_it_hands_out_heads_and_chains_and_writes_nothing(buckets: tuple[int, ..
                                                           ) -> None:
     publish("a", "a", "b", "c", "b", "a")
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
-    rows = read_claim(ClaimRequest(10, 60, max_chain=10, buckets=buckets))
+    rows = read_claim(ClaimRequest(10, max_chain=10, buckets=buckets))
     assert aggregates_and_ids(rows) == [("a", ids[0]), ("a", ids[1]), ("b", ids[2]),
                                         ("c", ids[3]), ("b", ids[4]), ("a", ids[5])]
     assert set(OutboxEvent.objects.values_list("status", "attempts")) == {(Status.PENDING, 0)}
     # Read again, the same rows: nothing marks them taken.
-    assert read_claim(ClaimRequest(10, 60, max_chain=10, buckets=buckets)) == rows
+    assert read_claim(ClaimRequest(10, max_chain=10, buckets=buckets)) == rows
 
 
 @pytest.mark.parametrize("buckets", [None, tuple(range(256))])
 def test_an_aggregate_in_flight_is_passed_over_whole(buckets: tuple[int, ...] | None) -> None:
     publish("a", "a", "b", "b")
     _, _, b_head, b_next = OutboxEvent.objects.order_by("id").values_list("id", flat=True)
-    rows = read_claim(ClaimRequest(10, 60, max_chain=10, buckets=buckets), in_flight=["a"])
+    rows = read_claim(ClaimRequest(10, max_chain=10, buckets=buckets), in_flight=["a"])
     assert aggregates_and_ids(rows) == [("b", b_head), ("b", b_next)]
 
 
@@ -59,7 +59,7 @@ def test_a_window_passes_over_the_aggregates_in_flight_at_its_front() -> None:
     publish("a", "a", "b", "b", "c", "d")
     *_, c, d = OutboxEvent.objects.order_by("id").values_list("id", flat=True)
     for buckets in (None, tuple(range(256))):
-        rows = read_claim(ClaimRequest(2, 60, buckets=buckets), in_flight=["a", "b"])
+        rows = read_claim(ClaimRequest(2, buckets=buckets), in_flight=["a", "b"])
         assert aggregates_and_ids(rows) == [("c", c), ("d", d)], buckets
 
 
@@ -68,7 +68,7 @@ def test_a_chain_stops_at_a_row_waiting_for_its_retry() -> None:
     first, second, _ = OutboxEvent.objects.order_by("id").values_list("id", flat=True)
     OutboxEvent.objects.filter(id=second).update(status=Status.FAILED,
                                                  next_retry_at="2999-01-01T00:00:00Z")
-    assert aggregates_and_ids(read_claim(ClaimRequest(10, 60, max_chain=10))) == [
+    assert aggregates_and_ids(read_claim(ClaimRequest(10, max_chain=10))) == [
         ("a", first)]
 
 
@@ -76,5 +76,35 @@ def test_a_retry_in_flight_is_not_handed_out_again() -> None:
     publish("a", "b")
     a, b = OutboxEvent.objects.order_by("id").values_list("id", flat=True)
     OutboxEvent.objects.filter(id=a).update(status=Status.FAILED, attempts=1)
-    assert aggregates_and_ids(read_claim(ClaimRequest(10, 60))) == [("a", a), ("b", b)]
-    assert aggregates_and_ids(read_claim(ClaimRequest(10, 60), in_flight=["a"])) == [("b", b)]
+    assert aggregates_and_ids(read_claim(ClaimRequest(10))) == [("a", a), ("b", b)]
+    assert aggregates_and_ids(read_claim(ClaimRequest(10), in_flight=["a"])) == [("b", b)]
+
+
+@pytest.mark.parametrize("max_chain", [1, 10])
+def test_bucket_by_bucket_only_the_claims_buckets_are_read(max_chain: int) -> None:
+    """Bucket by bucket, a claim hands out neither rows without a bucket (the bucket
+    filler gives them theirs) nor overdue rows of other buckets (their relays' to
+    claim), and a row of its bucket behind one without a bucket waits for it; oldest
+    first (a relay that holds every bucket) it hands out all of them."""
+    publish("mine", "unbucketed", "other-retry", "other-due", "my-retry", "my-due",
+            "half", "half")
+    rows = list(OutboxEvent.objects.order_by("id").values_list("aggregate_id", "id"))
+    half_first, half_second = (row_id for aggregate, row_id in rows if aggregate == "half")
+    mine, other = 7, 8
+    OutboxEvent.objects.filter(aggregate_id__in=["mine", "my-retry", "my-due", "half"]).update(
+        bucket=mine)
+    OutboxEvent.objects.filter(aggregate_id__in=["other-retry", "other-due"]).update(
+        bucket=other)
+    OutboxEvent.objects.filter(Q(aggregate_id="unbucketed") | Q(id=half_first)).update(
+        bucket=None)
+    OutboxEvent.objects.filter(aggregate_id__in=["other-retry", "my-retry"]).update(
+        status=Status.FAILED, attempts=1, next_retry_at="2000-01-01T00:00:00Z")
+    OutboxEvent.objects.filter(aggregate_id__in=["other-due", "my-due"]).update(
+        next_retry_at="2000-01-01T00:00:00Z")
+
+    by_bucket = read_claim(ClaimRequest(100, max_chain=max_chain, buckets=(mine,)))
+    assert aggregates_and_ids(by_bucket) == [
+        row for row in rows if row[0] in ("mine", "my-retry", "my-due")]
+    oldest_first = read_claim(ClaimRequest(100, max_chain=max_chain))
+    assert aggregates_and_ids(oldest_first) == (
+        rows if max_chain > 1 else [row for row in rows if row[1] != half_second])

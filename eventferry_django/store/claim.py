@@ -1,35 +1,40 @@
-"""The claim: one short transaction that hands a relay up to ``rows`` claimable rows,
-each the head of its aggregate or chained behind one (see the store contract). A part of
-the vendor's dialect (``dialect.claim``) that takes a :class:`ClaimRequest` whole; each
-vendor module subclasses :class:`ClaimSql` with the statements it sends, and what each
-vendor sends is committed, readable, in ``store/claims/<vendor>.sql``, which
-``tests/test_claim_sql.py`` keeps equal to the code.
+"""The claim: a read that hands a relay up to ``rows`` claimable rows of the buckets it
+holds, each the head of its aggregate or chained behind one (see the store contract), and
+writes nothing (docs/design/one-write.md). A relay claims only from buckets it holds a
+lease on, which no other relay reads, so no row is locked to keep two relays apart and
+nothing is read twice to check it. The caller runs the claim in its own transaction and
+says which aggregates it has in flight, whose rows are still pending and are passed
+over. A part of the vendor's dialect (``dialect.claim``) that takes a
+:class:`ClaimRequest` whole; each vendor module subclasses :class:`ClaimSql` with the
+statements it sends, and what each vendor sends is committed, readable, in
+``store/claims/<vendor>.sql``, which ``tests/test_claim_sql.py`` keeps equal to the code.
 
 **Fresh rows.** Pending rows never tried are the bulk of every backlog, and a claim reads
 a bounded window of them, never the whole backlog, however deep it is:
 
-- *oldest first* (a relay alone, or helping the others): the first
-  :attr:`ClaimRequest.window` fresh rows in id order, read from the claim index, the
-  heads among them taken oldest first;
-- *bucket by bucket* (a relay's own share of the buckets, see
+- *oldest first* (a relay that holds every bucket): the first :attr:`ClaimRequest.window`
+  fresh rows in id order, rows without a bucket among them, read from the claim index,
+  the heads among them taken oldest first;
+- *bucket by bucket* (a relay holding some of the buckets, see
   :mod:`~eventferry_django.relay.membership`): each row carries its aggregate's bucket
   and of each bucket asked for the claim reads its first
   :attr:`ClaimRequest.window` fresh rows from the bucket index, probes the first row of
   each aggregate among them as a head, and keeps the oldest heads. So a relay reads
   rows of its own buckets only, and only the front of each. Rows with no bucket (written
-  by a writer that leaves it out) are one more window that
-  every such claim reads, as wide as the heads it asks for.
+  by a writer that leaves it out) are left to the bucket filler
+  (:mod:`~.bucket_fill`), which gives them theirs.
 
-Either way an aggregate whose front rows wait behind a row in flight is passed over
-until that row settles: its rows are then the oldest of their window, and come first.
+Each window is read :data:`IN_FLIGHT_READS` times as wide and the aggregates in flight
+passed over after the read (see there). An aggregate in flight, or whose front rows wait
+behind a row not yet claimable (a retry waiting for its time), is passed over until that
+row is settled or due: its rows are then the oldest of their window, and come first.
 Read oldest first, a few busy aggregates whose backlog fills the whole window hold the
 younger rows of the others back until that backlog is done, as a queue does; bucket by
 bucket, only those of their own bucket.
 
-**Overdue rows.** Due retries, scheduled rows whose time has come and rows whose lease
-expired (their relay died) are few and anyone's, found apart in the claim index. Looking
-for expired leases reads every claimed row's index entry, so a relay asks for them only
-now and then (``expired_leases``; see :mod:`~eventferry_django.relay.planner`).
+**Overdue rows.** Due retries and scheduled rows whose time has come are few, found apart
+in the claim index: of the request's buckets only, bucket by bucket, and of every bucket
+(rows without one included) oldest first.
 """
 
 from __future__ import annotations
@@ -38,24 +43,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..contract import BUCKETS, CLAIMED, FAILED, MAX_BATCH, PENDING
+from ..contract import BUCKETS, FAILED, MAX_BATCH, PENDING
 from ..exceptions import EventferryError
 from .ops import SqlOps
-from .sql import LEASE_OFFSET, WINDOW, Fragment, compose, param
+from .sql import WINDOW, Fragment, compose, param
 from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
 
 #: Every bucket, in order.
 ALL_BUCKETS: tuple[int, ...] = tuple(range(BUCKETS))
 
 #: How many fresh rows a claim reads for each head it may hand out (spread evenly over
-#: the buckets it reads, bucket by bucket). Two: an aggregate in flight costs the window
+#: the buckets it reads, bucket by bucket). Two: an aggregate held back costs the window
 #: its rows, and its front rows are no heads.
 WINDOW_SPREAD = 2
 
-#: How many times as wide as its window a claim that writes nothing reads each window, to
-#: pass over the aggregates in flight there (the one-write design): their rows are still
-#: pending. The read is bounded, so a bucket whose every aggregate is in flight costs a
-#: claim that many rows, not the bucket's whole backlog.
+#: How many times as wide as its window a claim reads each window, to pass over the
+#: aggregates in flight there: their rows are still pending. The read is bounded, so a
+#: bucket whose every aggregate is in flight costs a claim that many rows, not the
+#: bucket's whole backlog.
 IN_FLIGHT_READS = 4
 
 
@@ -63,17 +68,13 @@ IN_FLIGHT_READS = 4
 class ClaimRequest:
     """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
     aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
-    it, leased for ``lease_timeout`` seconds. Fresh rows are read oldest first, or with
-    ``buckets`` bucket by bucket from those buckets only (see the module's docstring);
-    without ``expired_leases``, rows whose lease expired may be left for a later
-    claim."""
+    it. Fresh rows are read oldest first, or with ``buckets`` bucket by bucket from
+    those buckets only, overdue rows of those buckets only (see the module's docstring)."""
 
     rows: int
-    lease_timeout: float
     heads: int | None = None
     max_chain: int = 1
     buckets: tuple[int, ...] | None = None
-    expired_leases: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.rows <= MAX_BATCH:
@@ -82,10 +83,6 @@ class ClaimRequest:
                 not self.buckets or not set(self.buckets) <= set(ALL_BUCKETS)):
             raise EventferryError(f"a claim reads one or more buckets of 0..{BUCKETS - 1}, "
                                   f"got {self.buckets!r}.")
-
-    @property
-    def lease_timeout_ms(self) -> int:
-        return round(self.lease_timeout * 1000)
 
     @property
     def most_heads(self) -> int:
@@ -101,28 +98,22 @@ class ClaimRequest:
 
 
 class ClaimSql:
-    """The claim on one vendor: :meth:`run` takes a request whole and returns the claimed
-    rows in :data:`~.tables.CLAIM_COLUMNS` order, lowest id first. This base holds the
-    predicates every vendor's statements share; its slots (:mod:`.sql`) are filled from
-    the request by :meth:`slots`, the same for every vendor."""
+    """The claim on one vendor: :meth:`run` takes a request whole and returns the rows
+    it hands out in :data:`~.tables.CLAIM_COLUMNS` order, lowest id first. This base
+    holds the predicates every vendor's statements share; its slots (:mod:`.sql`) are
+    filled from the request by :meth:`slots`, the same for every vendor."""
 
-    #: Whether SET targets may carry the table alias (T-SQL yes, PostgreSQL no).
-    qualify_set_columns: ClassVar[bool] = False
     #: Table hint on the head-of-aggregate probe (SQL Server only).
     probe_hint: ClassVar[str] = ""
 
     def __init__(self, ops: SqlOps) -> None:
         self.ops = ops
 
-    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
-             ) -> list[tuple[Any, ...]]:
-        """The one-write design's claim (docs/design/one-write.md): the rows :meth:`run`
-        would claim, read and handed out with nothing written, passing over the
-        aggregates ``in_flight``; no lease counts as expired, since none is written. In
-        the caller's transaction; lowest id first."""
+    def run(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+            ) -> list[tuple[Any, ...]]:
+        """The rows ``request`` asks for, read and handed out with nothing written,
+        passing over the aggregates ``in_flight``. In the caller's transaction; lowest
+        id first."""
         raise NotImplementedError
 
     def statements(self) -> dict[str, Fragment]:
@@ -133,12 +124,11 @@ class ClaimSql:
 
     def slots(self, request: ClaimRequest, in_flight: Sequence[str] = ()) -> dict[str, Any]:
         """The value of every slot of the claim's statements for ``request``, the
-        aggregates ``in_flight`` passed over by a claim that writes nothing."""
+        aggregates ``in_flight`` passed over."""
         return {"limit": request.rows, "heads": request.most_heads,
                 "max_chain": request.max_chain, "window": request.window,
                 "buckets": self.buckets_param(request.buckets or ()),
-                "in_flight": self.in_flight_param(in_flight),
-                "lease_offset": self.ops.offset_param(-request.lease_timeout_ms)}
+                "in_flight": self.in_flight_param(in_flight)}
 
     def buckets_param(self, buckets: Sequence[int]) -> Any:
         """``buckets`` as the :data:`~.sql.BUCKETS` slot binds them."""
@@ -164,52 +154,30 @@ class ClaimSql:
     oldest_order: ClassVar[tuple[str, ...]] = ("status", "next_retry_at", "id")
 
     # -- the predicates ------------------------------------------------------------------
-    def _state_columns(self, alias: str) -> tuple[str, str, str]:
+    def _state_columns(self, alias: str) -> tuple[str, str]:
         """The state columns, of ``alias`` ("": unqualified, as an UPDATE of the table
         names them)."""
         prefix = f"{alias}." if alias else ""
         q = self.ops.quote
-        return (f"{prefix}{q('status')}", f"{prefix}{q('next_retry_at')}",
-                f"{prefix}{q('claimed_at')}")
+        return f"{prefix}{q('status')}", f"{prefix}{q('next_retry_at')}"
 
     def fresh_sql(self, alias: str = "c") -> Fragment:
         """Pending rows never tried nor scheduled: the bulk of every claim, and what the
         bucket index holds."""
-        status, retry_at, _ = self._state_columns(alias)
+        status, retry_at = self._state_columns(alias)
         return f"{status} = {PENDING} AND {retry_at} IS NULL", []
 
-    def overdue_sql(self, alias: str = "c", expired_leases: bool = True) -> Fragment:
-        """Rows whose time has come (:meth:`due_sql`), and with ``expired_leases`` rows
-        whose lease expired (:meth:`expired_sql`)."""
-        if not expired_leases:
-            return compose("({})", self.due_sql(alias))
-        return compose("({} OR {})", self.due_sql(alias), self.expired_sql(alias))
-
-    def due_sql(self, alias: str = "c") -> Fragment:
+    def overdue_sql(self, alias: str = "c") -> Fragment:
         """Failed rows whose retry time has come, and scheduled rows whose delivery time
         has."""
-        status, retry_at, _ = self._state_columns(alias)
+        status, retry_at = self._state_columns(alias)
         now = self.ops.now_sql
-        return (f"({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
-                f"OR ({status} = {PENDING} AND {retry_at} <= {now})"), []
+        return (f"(({status} = {FAILED} AND ({retry_at} IS NULL OR {retry_at} <= {now})) "
+                f"OR ({status} = {PENDING} AND {retry_at} <= {now}))"), []
 
-    def expired_sql(self, alias: str = "c") -> Fragment:
-        """Rows whose lease expired (their relay died): claimed before
-        :data:`~.sql.LEASE_OFFSET` (a negative offset from now).
-
-        A claimed row's lease runs ``CLAIM_TIMEOUT`` from ``claimed_at`` and, once its
-        relay has renewed it (see :meth:`.SettlementSql.renew`), until ``next_retry_at``:
-        the time another relay may retry it if this one falls silent."""
-        status, retry_at, claimed_at = self._state_columns(alias)
-        now = self.ops.now_sql
-        return compose(f"({status} = {CLAIMED} AND {claimed_at} < {{}} "
-                       f"AND ({retry_at} IS NULL OR {retry_at} <= {now}))",
-                       self.ops.now_plus(LEASE_OFFSET))
-
-    def claimable_status_sql(self, alias: str = "c", expired_leases: bool = True) -> Fragment:
+    def claimable_status_sql(self, alias: str = "c") -> Fragment:
         """The row's own state lets it be claimed (whatever precedes it)."""
-        return compose("(({}) OR {})", self.fresh_sql(alias),
-                       self.overdue_sql(alias, expired_leases))
+        return compose("(({}) OR {})", self.fresh_sql(alias), self.overdue_sql(alias))
 
     def head_of_aggregate_sql(self, alias: str = "c") -> Fragment:
         """No earlier row of the same aggregate is open (pending, claimed or failed)."""
@@ -233,25 +201,16 @@ class ClaimSql:
 
     #: The order of a bucket's window: the bucket index's own key. The bucket is one
     #: value throughout, but PostgreSQL sees that for ``=`` only: ordered by ``id`` alone,
-    #: the rows without a bucket were read through the primary key, past every done row
-    #: written without a bucket (whose bucket stays NULL).
+    #: the rows without a bucket (the bucket filler's window) were read through the
+    #: primary key, past every done row written without a bucket (whose bucket stays
+    #: NULL).
     window_order: ClassVar[tuple[str, ...]] = ("bucket", "id")
 
-    def unbroken_sql(self, alias: str, window: str, expired_leases: bool = True) -> Fragment:
+    def unbroken_sql(self, alias: str, window: str) -> Fragment:
         """1 while every row of ``window`` up to this one is claimable by its own state,
         0 from the first that is not: a chain stops there."""
         return compose(f"MIN(CASE WHEN {{}} THEN 1 ELSE 0 END) OVER ({window})",
-                       self.claimable_status_sql(alias, expired_leases))
-
-    def claim_set_sql(self, alias: str = "o") -> str:
-        """SET clause of a claim; an expired lease taken back counts as an attempt."""
-        q = self.ops.quote
-        prefix = f"{alias}." if self.qualify_set_columns else ""
-        return (
-            f"{prefix}{q('attempts')} = {alias}.{q('attempts')} "
-            f"+ CASE WHEN {alias}.{q('status')} = {CLAIMED} THEN 1 ELSE 0 END, "
-            f"{prefix}{q('status')} = {CLAIMED}, {prefix}{q('claimed_at')} = {self.ops.now_sql}"
-        )
+                       self.claimable_status_sql(alias))
 
     def returned_columns(self, alias: str = "o") -> str:
         return ", ".join(self.ops.select_column(c, alias) for c in CLAIM_COLUMNS)

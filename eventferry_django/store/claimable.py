@@ -1,25 +1,24 @@
 """The oldest row a relay could claim right now, read with the claim's own predicates.
 
 ``eventferry_oldest_claimable_age_seconds`` is how long that row has been waiting: since
-it was written (a fresh row), since its time came (a scheduled row, a retry) or since its
-lease ran out (its relay died). A row that waits for its time, or behind an earlier open
-row of its aggregate, cannot be claimed and is not counted, so a scheduled event, a retry
-backing off and the aggregates they hold back never raise the age; a relay that keeps up
-keeps it near zero.
+it was written (a fresh row) or since its time came (a scheduled row, a retry). A row
+that waits for its time, or behind an earlier open row of its aggregate, cannot be
+claimed and is not counted, so a scheduled event, a retry backing off and the aggregates
+they hold back never raise the age; a relay that keeps up keeps it near zero.
 
 Each kind is one probe that stops at its first row: the claim's candidate scan with a
 limit of one (fresh rows, in the claim index's order), or a seek into the claim index
 ``(status, next_retry_at, id)`` at one status, its rows already in due-time order (rows
 whose time has come). Rows scheduled ahead lie past the end of that range, so the probes
-never read them. Claimed rows are few: the ones in flight.
+never read them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..contract import CLAIMED, FAILED, PENDING
-from .sql import LEASE_OFFSET, Fragment, compose
+from ..contract import FAILED, PENDING
+from .sql import Fragment, compose
 
 if TYPE_CHECKING:
     from .claim import ClaimSql
@@ -29,14 +28,12 @@ PROBE_COLUMNS: dict[str, tuple[str, ...]] = {
     "fresh": ("id", "created_at"),
     "scheduled": ("id", "next_retry_at"),
     "retry": ("id", "next_retry_at"),
-    "lease": ("id", "claimed_at", "next_retry_at"),
 }
 
 
 class ClaimableSql:
     """The probes of one vendor, written with its claim's predicates; each a
-    :data:`~.sql.Fragment` whose :data:`~.sql.LEASE_OFFSET` slot, where it has one, takes
-    the negative lease timeout."""
+    :data:`~.sql.Fragment`."""
 
     def __init__(self, claim: ClaimSql) -> None:
         self.claim = claim
@@ -46,8 +43,7 @@ class ClaimableSql:
         """One probe per kind of :data:`PROBE_COLUMNS`, selecting those columns."""
         ops = self.ops
         q = ops.quote
-        status, retry_at, claimed_at = (f"c.{q(c)}" for c in
-                                        ("status", "next_retry_at", "claimed_at"))
+        status, retry_at = f"c.{q('status')}", f"c.{q('next_retry_at')}"
         due = f"{retry_at} <= {ops.now_sql}"
         in_index_order = f"{status}, {retry_at}, c.{q('id')}"
         return {
@@ -56,10 +52,6 @@ class ClaimableSql:
                                      in_index_order),
             "retry": self._first("retry", (f"{status} = {FAILED} AND {due}", []),
                                  in_index_order),
-            "lease": self._first("lease", compose(
-                f"{status} = {CLAIMED} AND {claimed_at} < {{}} "
-                f"AND ({retry_at} IS NULL OR {due})", ops.now_plus(LEASE_OFFSET),
-            ), claimed_at),
         }
 
     def _first(self, kind: str, condition: Fragment, order: str) -> Fragment:

@@ -25,19 +25,17 @@ class Slot(str):
     __slots__ = ()
 
 
-#: The negative lease timeout, as the dialect's ``offset_param`` spells it.
-LEASE_OFFSET = Slot("lease_offset")
 #: The most rows the claim hands out.
 LIMIT = Slot("limit")
 #: The most heads (aggregates) the claim takes.
 HEADS = Slot("heads")
 #: ``MAX_CHAIN``: the most rows of one aggregate in one claim.
 MAX_CHAIN = Slot("max_chain")
-#: The buckets whose fresh rows the claim reads, and how many rows of each.
+#: The buckets whose rows the claim reads, and how many fresh rows of each.
 BUCKETS = Slot("buckets")
 WINDOW = Slot("window")
-#: The aggregates a relay has in flight, which a claim that writes nothing (the
-#: one-write design) must pass over: their rows are still pending.
+#: The aggregates a relay has in flight, which its claim must pass over: their rows are
+#: still pending (the claim writes nothing).
 IN_FLIGHT = Slot("in_flight")
 
 
@@ -66,7 +64,7 @@ def chain_share(max_chain: int, limit: int, heads: int, rank: int) -> int:
     shares add up to the batch, so a claim reads the rows it hands out.
 
     The vendors whose claim is one statement compute it in SQL for each head they
-    locked: :func:`chain_share_sql` spells this same formula."""
+    took: :func:`chain_share_sql` spells this same formula."""
     return min(max_chain - 1, (limit - rank) // heads)
 
 

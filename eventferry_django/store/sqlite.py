@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from string import Formatter
 from typing import Any, ClassVar
 
 from .base import Dialect
@@ -18,8 +19,8 @@ from .features import Features
 from .ops import SqlOps
 from .purge import PurgeSql
 from .schema import SchemaSql
-from .sql import IN_FLIGHT, LIMIT, MAX_CHAIN, Fragment, bind, compose, param
-from .tables import OPEN_STATUSES_SQL, Column, Table
+from .sql import BUCKETS, IN_FLIGHT, LIMIT, MAX_CHAIN, Fragment, bind, compose, param
+from .tables import OPEN_STATUSES_SQL, Check, Column, Table
 
 
 class SqliteClosedRows(ClosedRowsSql):
@@ -58,6 +59,10 @@ class SqliteSchema(SchemaSql):
     # Relays there take turns, whole claims at a time (one writer): no bucket is read.
     indexes_buckets = False
 
+    #: A check is two triggers (:meth:`add_check_statements`), which test the rows
+    #: written, never those already there.
+    checks_existing_rows = False
+
     COLUMN_TYPES: ClassVar[dict[str, str]] = {
         "id": "INTEGER NOT NULL",
         "text64": "VARCHAR(64)",
@@ -92,6 +97,31 @@ class SqliteSchema(SchemaSql):
     def json_check(self, column: str) -> str:
         return f"json_valid({self.ops.quote(column)})"
 
+    def add_check_statements(self, table: Table, check: Check, reason: str) -> list[str]:
+        """SQLite cannot add a constraint to a table: triggers named after ``check``
+        refuse, with ``reason``, the inserts and updates it would refuse (its
+        expression false, not NULL, as a CHECK's)."""
+        q = self.ops.quote
+        message = f"{check.name}: {reason}".replace("'", "''")
+        refused = f"NOT ({self.check_expression(table, check, row='NEW.')})"
+        return [
+            f"CREATE TRIGGER IF NOT EXISTS {q(name)}\n"
+            f"BEFORE {event} ON {self.qualified(table)} FOR EACH ROW WHEN {refused}\n"
+            f"BEGIN\n    SELECT RAISE(ABORT, '{message}');\nEND"
+            for name, event in self._check_triggers(check)
+        ]
+
+    def drop_check_statements(self, table: Table, check: Check) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {self.ops.quote(name)}"
+                for name, _ in self._check_triggers(check)]
+
+    def _check_triggers(self, check: Check) -> list[tuple[str, str]]:
+        """Each trigger of ``check``: its name and the writes it fires on (the updates of
+        the columns the check reads)."""
+        read = [field for _, field, _, _ in Formatter().parse(check.expression) if field]
+        return [(f"{check.name}_insert", "INSERT"),
+                (f"{check.name}_update", f"UPDATE OF {self.ops.columns(read)}")]
+
 
 class SqlitePurge(PurgeSql):
     purge_subquery_tail = 'ORDER BY "id" LIMIT %s'
@@ -108,11 +138,10 @@ class SqliteOps(SqlOps):
         return f"{milliseconds / 1000:+.3f} seconds"
 
     def select_column(self, column: str, alias: str = "o") -> str:
-        # RETURNING takes bare column names; the lease stays the exact stored text so it
-        # compares equal when it comes back.
+        # The lease stays the exact stored text, so it compares equal when it comes back.
         if column == "claimed_at":
-            return f"CAST({self.quote(column)} AS TEXT)"
-        return self.quote(column)
+            return f"CAST({alias}.{self.quote(column)} AS TEXT)"
+        return super().select_column(column, alias)
 
     def is_transient(self, exc: BaseException) -> bool:
         # Another connection held the write lock longer than the busy timeout.
@@ -126,86 +155,90 @@ class SqliteFeatures(Features):
 
 
 class SqliteClaim(ClaimSql):
-    """SQLite has one writer at a time: each claim is a single UPDATE, atomic on its own,
-    so it is correct with several relays, which simply take turns. Run one relay.
+    """The claim as one SELECT in the caller's transaction. SQLite has one writer at a
+    time, so its relays do not share the aggregates out: one holds every bucket and
+    reads them oldest first, the others wait as standbys. A claim of some buckets reads
+    their rows only all the same (a relay that holds a few, as a handover leaves it).
 
-    ``heads`` exists to keep a scan for heads short on a deep backlog, and buckets to
-    share one out; this claim ranks every open row (one writer, one relay), so capping
-    the heads would only hand out fewer rows for the same reading, and leaving expired
-    leases out would save none: it reads neither."""
+    ``heads`` exists to keep a scan for heads short on a deep backlog; this claim ranks
+    every open row (one writer, one relay), so capping the heads would only hand out
+    fewer rows for the same reading."""
 
-    def run(self, cursor: Any, request: ClaimRequest) -> list[tuple[Any, ...]]:
-        sql, params = self.chain_claim_sql() if request.max_chain > 1 else self.claim_sql()
-        cursor.execute(sql, bind(params, **self.slots(request)))
-        return sorted(cursor.fetchall(), key=lambda row: row[0])
-
-    def read(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
-             ) -> list[tuple[Any, ...]]:
-        chained = request.max_chain > 1
-        sql, params = (self.chain_claim_sql(read_only=True) if chained
-                       else self.claim_sql(read_only=True))
+    def run(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str] = ()
+            ) -> list[tuple[Any, ...]]:
+        by_bucket = request.buckets is not None
+        sql, params = (self.chain_claim_sql(by_bucket) if request.max_chain > 1
+                       else self.claim_sql(by_bucket))
         cursor.execute(sql, bind(params, **self.slots(request, in_flight)))
         return list(cursor.fetchall())
 
     def statements(self) -> dict[str, Fragment]:
-        return {"claim": self.claim_sql(), "chain_claim": self.chain_claim_sql()}
+        return {"claim": self.claim_sql(), "claim_by_bucket": self.claim_sql(True),
+                "chain_claim": self.chain_claim_sql(),
+                "chain_claim_by_bucket": self.chain_claim_sql(True)}
 
-    def claim_sql(self, read_only: bool = False) -> Fragment:
-        """Heads only (``MAX_CHAIN`` 1): the first :data:`~.sql.LIMIT` claimable heads.
-        ``read_only``: the one-write claim's, which reads them and writes nothing,
-        passing over the aggregates in flight (:meth:`in_flight_sql`)."""
+    def claim_sql(self, by_bucket: bool = False) -> Fragment:
+        """Heads only (``MAX_CHAIN`` 1): the first :data:`~.sql.LIMIT` claimable heads,
+        the aggregates in flight passed over (:meth:`in_flight_sql`); ``by_bucket``: of
+        the buckets in :data:`~.sql.BUCKETS` only."""
         q = self.ops.quote
-        return self.ops.statement(("claim", read_only), lambda: self.claimed_sql(compose(
-            f"SELECT c.{q('id')} FROM {self.ops.table} AS c WHERE {{}}{{}} AND {{}} "
+        return self.ops.statement(("claim", by_bucket), lambda: self.picked_sql(compose(
+            f"SELECT c.{q('id')} FROM {self.ops.table} AS c WHERE {{}}{{}}{{}} AND {{}} "
             f"ORDER BY c.{q('id')} LIMIT {{}}",
-            self.claimable_status_sql("c", not read_only), self.in_flight_sql("c", read_only),
-            self.head_of_aggregate_sql("c"), param(LIMIT)), read_only))
+            self.claimable_status_sql("c"), self.in_flight_sql("c"),
+            self.in_buckets_sql(f"c.{q('bucket')}") if by_bucket else ("", []),
+            self.head_of_aggregate_sql("c"), param(LIMIT))))
 
-    def chain_claim_sql(self, read_only: bool = False) -> Fragment:
+    def chain_claim_sql(self, by_bucket: bool = False) -> Fragment:
         """With chains: the first :data:`~.sql.LIMIT` rows within ``MAX_CHAIN`` of their
-        aggregate's head and unbroken (see :meth:`ranked_open_rows_sql`)."""
+        aggregate's head and unbroken (see :meth:`ranked_open_rows_sql`); ``by_bucket``:
+        of the aggregates whose head is in the buckets in :data:`~.sql.BUCKETS` (a chain
+        follows its head, as on the other vendors)."""
         q = self.ops.quote
-        return self.ops.statement(("chain_claim", read_only), lambda: self.claimed_sql(compose(
+        return self.ops.statement(("chain_claim", by_bucket), lambda: self.picked_sql(compose(
             f"SELECT r.{q('id')} FROM ({{}}) AS r WHERE r.position <= {{}} "
-            f"AND r.unbroken = 1 ORDER BY r.{q('id')} LIMIT {{}}",
-            self.ranked_open_rows_sql(read_only), param(MAX_CHAIN), param(LIMIT)), read_only))
+            f"AND r.unbroken = 1{{}} ORDER BY r.{q('id')} LIMIT {{}}",
+            self.ranked_open_rows_sql(), param(MAX_CHAIN),
+            self.in_buckets_sql("r.head_bucket") if by_bucket else ("", []), param(LIMIT))))
 
-    def claimed_sql(self, picked: Fragment, read_only: bool) -> Fragment:
-        """Claim the rows whose ids ``picked`` selects, returning them; ``read_only``:
-        read them."""
+    def picked_sql(self, picked: Fragment) -> Fragment:
+        """The rows whose ids ``picked`` selects, as the claim hands them out."""
         q = self.ops.quote
-        if read_only:
-            return compose(f"SELECT {self.returned_columns()} FROM {self.ops.table} AS o "
-                           f"WHERE o.{q('id')} IN ({{}}) ORDER BY o.{q('id')}", picked)
-        return compose(f"UPDATE {self.ops.table} AS o SET {self.claim_set_sql('o')} "
-                       f"WHERE o.{q('id')} IN ({{}}) RETURNING {self.returned_columns()}",
-                       picked)
+        return compose(f"SELECT {self.returned_columns()} FROM {self.ops.table} AS o "
+                       f"WHERE o.{q('id')} IN ({{}}) ORDER BY o.{q('id')}", picked)
 
-    def in_flight_sql(self, alias: str, read_only: bool) -> Fragment:
-        """`` AND`` the row's aggregate has no rows in flight (read-only claims only),
-        the aggregates bound as one JSON array."""
-        if not read_only:
-            return "", []
+    def in_flight_sql(self, alias: str) -> Fragment:
+        """`` AND`` the row's aggregate has no rows in flight, the aggregates bound as
+        one JSON array."""
         return compose(f" AND {alias}.{self.ops.quote('aggregate_id')} NOT IN "
                        "(SELECT value FROM json_each({}))", param(IN_FLIGHT))
+
+    def in_buckets_sql(self, bucket: str) -> Fragment:
+        """`` AND`` ``bucket`` is one of the claim's, bound as one JSON array (a row
+        without a bucket is none of them)."""
+        return compose(f" AND {bucket} IN (SELECT value FROM json_each({{}}))",
+                       param(BUCKETS))
+
+    def buckets_param(self, buckets: Sequence[int]) -> Any:
+        return json.dumps(list(buckets))
 
     def in_flight_param(self, aggregates: Sequence[str]) -> Any:
         return json.dumps(list(aggregates))
 
-    def ranked_open_rows_sql(self, read_only: bool = False) -> Fragment:
-        """Every open row with its place among its aggregate's open rows (1: the head)
-        and whether it and all before it are claimable by their own state. With one
-        writer at a time no competitor can hold a row mid-claim, so the contract's chain
-        is exactly "position within MAX_CHAIN and unbroken". Reads every open row, in the
-        open-rows index's order: fine for SQLite's single relay. ``read_only``: of the
-        aggregates not in flight, no lease counting as expired."""
+    def ranked_open_rows_sql(self) -> Fragment:
+        """Every open row of the aggregates not in flight with its place among its
+        aggregate's open rows (1: the head), its head's bucket, and whether it and all
+        before it are claimable by their own state. With one writer at a time no
+        competitor can change a row mid-claim, so the contract's chain is exactly
+        "position within MAX_CHAIN and unbroken". Reads every open row, in the open-rows
+        index's order: fine for SQLite's single relay."""
         q = self.ops.quote
         window = f"PARTITION BY c.{q('aggregate_id')} ORDER BY c.{q('id')}"
         return compose(f"SELECT c.{q('id')}, ROW_NUMBER() OVER ({window}) AS position, "
+                       f"FIRST_VALUE(c.{q('bucket')}) OVER ({window}) AS head_bucket, "
                        f"{{}} AS unbroken FROM {self.ops.table} AS c "
                        f"WHERE c.{q('status')} IN {OPEN_STATUSES_SQL}{{}}",
-                       self.unbroken_sql("c", window, not read_only),
-                       self.in_flight_sql("c", read_only))
+                       self.unbroken_sql("c", window), self.in_flight_sql("c"))
 
 
 class SqliteDialect(Dialect):

@@ -4,5 +4,3 @@ SELECT c."id", c."created_at" FROM "outbox" AS c WHERE c."status" = 0 AND c."nex
 SELECT c."id", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 0 AND c."next_retry_at" <= statement_timestamp() AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL ORDER BY c."status", c."next_retry_at", c."id" LIMIT 1;
 -- retry
 SELECT c."id", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 3 AND c."next_retry_at" <= statement_timestamp() AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL ORDER BY c."status", c."next_retry_at", c."id" LIMIT 1;
--- lease
-SELECT c."id", c."claimed_at", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp()) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL ORDER BY c."claimed_at" LIMIT 1;

@@ -4,5 +4,3 @@ SELECT c."id", c."created_at" FROM "outbox" AS c WHERE c."status" = 0 AND c."nex
 SELECT c."id", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 0 AND c."next_retry_at" <= strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') AND NOT EXISTS (SELECT 1 FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") ORDER BY c."status", c."next_retry_at", c."id" LIMIT 1;
 -- retry
 SELECT c."id", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 3 AND c."next_retry_at" <= strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') AND NOT EXISTS (SELECT 1 FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") ORDER BY c."status", c."next_retry_at", c."id" LIMIT 1;
--- lease
-SELECT c."id", c."claimed_at", c."next_retry_at" FROM "outbox" AS c WHERE c."status" = 1 AND c."claimed_at" < strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s) AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')) AND NOT EXISTS (SELECT 1 FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") ORDER BY c."claimed_at" LIMIT 1;

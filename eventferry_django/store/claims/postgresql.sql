@@ -9,14 +9,14 @@
 WITH fresh AS (
     SELECT c."id", c."aggregate_id"
     FROM "outbox" AS c
-    WHERE c."status" = 0 AND c."next_retry_at" IS NULL
-      AND c."id" <= (SELECT MAX(w."id") FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."status", f."next_retry_at", f."id" LIMIT %(window)s) AS w)
+    WHERE c."status" = 0 AND c."next_retry_at" IS NULL AND c."aggregate_id" NOT IN (SELECT unnest(%(in_flight)s::text[]))
+      AND c."id" <= (SELECT MAX(w."id") FROM (SELECT p."id", p."aggregate_id" FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."status", f."next_retry_at", f."id" LIMIT %(window)s * 4) AS p WHERE TRUE AND p."aggregate_id" NOT IN (SELECT unnest(%(in_flight)s::text[])) ORDER BY p."id" LIMIT %(window)s) AS w)
       AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."status", c."next_retry_at", c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
+    ORDER BY c."status", c."next_retry_at", c."id" LIMIT %(heads)s
 ), overdue AS (
     SELECT c."id", c."aggregate_id" FROM "outbox" AS c
-    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp()))) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
+    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp())) AND c."aggregate_id" NOT IN (SELECT unnest(%(in_flight)s::text[])) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
+    ORDER BY c."id" LIMIT %(heads)s
 ), heads AS (
     SELECT "id", "aggregate_id", ROW_NUMBER() OVER (ORDER BY "id") AS rank FROM (
         SELECT "id", "aggregate_id" FROM fresh
@@ -29,7 +29,7 @@ WITH fresh AS (
     UNION ALL
     SELECT chain."id" FROM heads AS h CROSS JOIN LATERAL (
         SELECT r."id" FROM (
-            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
+            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
             FROM "outbox" AS c
             WHERE c."aggregate_id" = h."aggregate_id" AND c."status" IN (0, 1, 3) AND c."id" > h."id"
             ORDER BY c."id" LIMIT LEAST(%(max_chain)s - 1, (%(limit)s - h.rank) / (SELECT COUNT(*) FROM heads))
@@ -37,65 +37,21 @@ WITH fresh AS (
     ) AS chain
     ORDER BY 1 LIMIT %(limit)s
 )
-UPDATE "outbox" AS o SET "attempts" = o."attempts" + CASE WHEN o."status" = 1 THEN 1 ELSE 0 END, "status" = 1, "claimed_at" = statement_timestamp()
-WHERE o."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version";
-
--- name: claim_without_leases
-WITH fresh AS (
-    SELECT c."id", c."aggregate_id"
-    FROM "outbox" AS c
-    WHERE c."status" = 0 AND c."next_retry_at" IS NULL
-      AND c."id" <= (SELECT MAX(w."id") FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."status", f."next_retry_at", f."id" LIMIT %(window)s) AS w)
-      AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."status", c."next_retry_at", c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
-), overdue AS (
-    SELECT c."id", c."aggregate_id" FROM "outbox" AS c
-    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp())) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
-), heads AS (
-    SELECT "id", "aggregate_id", ROW_NUMBER() OVER (ORDER BY "id") AS rank FROM (
-        SELECT "id", "aggregate_id" FROM fresh
-        UNION ALL
-        SELECT "id", "aggregate_id" FROM overdue
-        ORDER BY 1 LIMIT %(heads)s
-    ) AS h
-), picked AS (
-    SELECT "id" FROM heads
-    UNION ALL
-    SELECT chain."id" FROM heads AS h CROSS JOIN LATERAL (
-        SELECT r."id" FROM (
-            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
-            FROM "outbox" AS c
-            WHERE c."aggregate_id" = h."aggregate_id" AND c."status" IN (0, 1, 3) AND c."id" > h."id"
-            ORDER BY c."id" LIMIT LEAST(%(max_chain)s - 1, (%(limit)s - h.rank) / (SELECT COUNT(*) FROM heads))
-        ) AS r WHERE r.unbroken = 1
-    ) AS chain
-    ORDER BY 1 LIMIT %(limit)s
-)
-UPDATE "outbox" AS o SET "attempts" = o."attempts" + CASE WHEN o."status" = 1 THEN 1 ELSE 0 END, "status" = 1, "claimed_at" = statement_timestamp()
-WHERE o."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version";
+SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r."id" = p."id" LIMIT 1) AS o;
 
 -- name: claim_by_bucket
 WITH fresh AS (
-    SELECT c."id", c."aggregate_id"
-    FROM "outbox" AS c
-    WHERE c."id" = ANY(ARRAY(
-        SELECT w."id" FROM (
-            SELECT DISTINCT ON (w."aggregate_id") w.* FROM (
-                SELECT f.* FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
-                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s) AS f
-                UNION ALL
-                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(heads)s)
-            ) AS w ORDER BY w."aggregate_id", w."id"
-        ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL))
-      AND c."status" = 0 AND c."next_retry_at" IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
+    SELECT w."id", w."aggregate_id" FROM (
+        SELECT DISTINCT ON (f."aggregate_id") f.*
+        FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
+        CROSS JOIN LATERAL (SELECT p."id", p."aggregate_id" FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s * 4) AS p WHERE TRUE AND p."aggregate_id" NOT IN (SELECT unnest(%(in_flight)s::text[])) ORDER BY p."id" LIMIT %(window)s) AS f
+        ORDER BY f."aggregate_id", f."id"
+    ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL
+    ORDER BY w."id" LIMIT %(heads)s
 ), overdue AS (
     SELECT c."id", c."aggregate_id" FROM "outbox" AS c
-    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp()))) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
+    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp())) AND c."bucket" = ANY(%(buckets)s::smallint[]) AND c."aggregate_id" NOT IN (SELECT unnest(%(in_flight)s::text[])) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
+    ORDER BY c."id" LIMIT %(heads)s
 ), heads AS (
     SELECT "id", "aggregate_id", ROW_NUMBER() OVER (ORDER BY "id") AS rank FROM (
         SELECT "id", "aggregate_id" FROM fresh
@@ -108,7 +64,7 @@ WITH fresh AS (
     UNION ALL
     SELECT chain."id" FROM heads AS h CROSS JOIN LATERAL (
         SELECT r."id" FROM (
-            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
+            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
             FROM "outbox" AS c
             WHERE c."aggregate_id" = h."aggregate_id" AND c."status" IN (0, 1, 3) AND c."id" > h."id"
             ORDER BY c."id" LIMIT LEAST(%(max_chain)s - 1, (%(limit)s - h.rank) / (SELECT COUNT(*) FROM heads))
@@ -116,49 +72,4 @@ WITH fresh AS (
     ) AS chain
     ORDER BY 1 LIMIT %(limit)s
 )
-UPDATE "outbox" AS o SET "attempts" = o."attempts" + CASE WHEN o."status" = 1 THEN 1 ELSE 0 END, "status" = 1, "claimed_at" = statement_timestamp()
-WHERE o."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version";
-
--- name: claim_by_bucket_without_leases
-WITH fresh AS (
-    SELECT c."id", c."aggregate_id"
-    FROM "outbox" AS c
-    WHERE c."id" = ANY(ARRAY(
-        SELECT w."id" FROM (
-            SELECT DISTINCT ON (w."aggregate_id") w.* FROM (
-                SELECT f.* FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
-                CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s) AS f
-                UNION ALL
-                (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(heads)s)
-            ) AS w ORDER BY w."aggregate_id", w."id"
-        ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL))
-      AND c."status" = 0 AND c."next_retry_at" IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
-), overdue AS (
-    SELECT c."id", c."aggregate_id" FROM "outbox" AS c
-    WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp())) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."id" LIMIT %(heads)s FOR UPDATE OF c SKIP LOCKED
-), heads AS (
-    SELECT "id", "aggregate_id", ROW_NUMBER() OVER (ORDER BY "id") AS rank FROM (
-        SELECT "id", "aggregate_id" FROM fresh
-        UNION ALL
-        SELECT "id", "aggregate_id" FROM overdue
-        ORDER BY 1 LIMIT %(heads)s
-    ) AS h
-), picked AS (
-    SELECT "id" FROM heads
-    UNION ALL
-    SELECT chain."id" FROM heads AS h CROSS JOIN LATERAL (
-        SELECT r."id" FROM (
-            SELECT c."id", MIN(CASE WHEN ((c."status" = 0 AND c."next_retry_at" IS NULL) OR ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp()) OR (c."status" = 1 AND c."claimed_at" < (statement_timestamp() + %(lease_offset)s * INTERVAL '1 millisecond') AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())))) THEN 1 ELSE 0 END) OVER (ORDER BY c."id") AS unbroken
-            FROM "outbox" AS c
-            WHERE c."aggregate_id" = h."aggregate_id" AND c."status" IN (0, 1, 3) AND c."id" > h."id"
-            ORDER BY c."id" LIMIT LEAST(%(max_chain)s - 1, (%(limit)s - h.rank) / (SELECT COUNT(*) FROM heads))
-        ) AS r WHERE r.unbroken = 1
-    ) AS chain
-    ORDER BY 1 LIMIT %(limit)s
-)
-UPDATE "outbox" AS o SET "attempts" = o."attempts" + CASE WHEN o."status" = 1 THEN 1 ELSE 0 END, "status" = 1, "claimed_at" = statement_timestamp()
-WHERE o."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version";
+SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r."id" = p."id" LIMIT 1) AS o;
