@@ -47,9 +47,9 @@ def connect() -> psycopg.Connection[Any]:
 
 def claim_statement(limit: int, max_chain: int) -> tuple[str, list[Any]]:
     """The relay's claim of ``limit`` rows with chains of ``max_chain``, its parameters
-    bound as the relay binds them (one relay: no buckets; leases of 60 s)."""
+    bound as the relay binds them (one relay: no buckets, nothing in flight)."""
     sql, params = DIALECT.claim.claim_sql()
-    request = ClaimRequest(limit, 60, max_chain=max_chain)
+    request = ClaimRequest(limit, max_chain=max_chain)
     return sql, bind(params, **DIALECT.claim.slots(request))
 
 

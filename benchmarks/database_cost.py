@@ -4,7 +4,6 @@ commit, side by side. Prints one table per database.
 
     python benchmarks/database_cost.py                      # against 871d0e9, PostgreSQL
     python benchmarks/database_cost.py --against 871d0e9 --vendors postgresql,mariadb
-    python benchmarks/database_cost.py --one-write          # and the one-write design's SQL
 
 The outbox lives in the application's primary database, the one resource a team cannot
 add more of by starting another process: this is the figure the relay's design is judged
@@ -22,11 +21,6 @@ Columns, per delivered event: the database server's CPU (all its processes, from
 log); the outbox rows updated (PostgreSQL: heap-only updates, which write no index entry,
 as a share) and deleted. Medians over the rounds; the last column is each tree's median
 database CPU per event against ``--against``'s.
-
-``--one-write`` adds a third contender on PostgreSQL: this tree's statements of the
-one-write design (docs/design/one-write.md) in a loop, as a relay alone would send them
-(:mod:`benchmarks.one_write_loop`): the fence, the ack and a claim that writes nothing.
-It publishes nothing, so its own CPU is not comparable; the database's is the figure.
 """
 
 from __future__ import annotations
@@ -70,7 +64,7 @@ RELAY = ("-m", "django", "outbox_relay", "--relay-id", "r0")
 @dataclass(frozen=True)
 class Tree:
     """A source tree whose relay is measured: this one, or a commit's files; ``command``
-    starts the relay (``--one-write``: the design's statements in a loop instead)."""
+    starts the relay."""
 
     name: str
     path: Path
@@ -204,9 +198,6 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=290_000)
     parser.add_argument("--aggregates", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--one-write", action="store_true",
-                        help="add the one-write design's statements in a loop "
-                             "(benchmarks/one_write_loop.py; PostgreSQL)")
     parser.add_argument("--pg-bin", type=Path, default=None,
                         help="where initdb and postgres are (default: Debian's PostgreSQL 15)")
     args = parser.parse_args()
@@ -218,9 +209,6 @@ def main() -> None:
         return
     with private_directory("ef-database-cost-") as base:
         trees = [Tree("this tree", ROOT), commit_tree(args.against, base)]
-        if args.one_write:
-            trees.append(Tree("one-write SQL loop", ROOT,
-                              (str(ROOT / "benchmarks" / "one_write_loop.py"),)))
         report(vendors[0], args, trees, base)
 
 

@@ -2,8 +2,9 @@
 tuning (``--tuned``, what the migration sets) or the server's defaults.
 
 It reproduces what the soak saw mid-drain: a table of done rows and a pending backlog,
-drained at a steady rate by set-based updates (pending, claimed, done: the versions a
-relay leaves behind), while a real claim of 100 (the relay's SQL, rolled back) is timed
+drained at a steady rate by set-based updates (pending to done: the one version a
+relay leaves behind, its claim writing nothing), while a real claim of 100 (the relay's
+SQL, rolled back) is timed
 every few seconds under ``EXPLAIN (ANALYZE, BUFFERS)``, counting the heap pages its
 index-only scans had to fetch for index entries vacuum had not yet removed. Autovacuum
 runs as the server configures it (its one-minute naptime included), so a run needs a few
@@ -24,6 +25,7 @@ import psycopg
 
 from benchmarks.postgres import ensure_database
 from eventferry_django.naming import TableName
+from eventferry_django.store.claim import ClaimRequest
 from eventferry_django.store.postgresql import PostgresqlDialect, PostgresqlSchema
 from eventferry_django.store.sql import bind
 
@@ -52,15 +54,12 @@ def build(conn: psycopg.Connection[Any], pending: int, done: int, *, tuned: bool
 
 
 def drain_step(conn: psycopg.Connection[Any], events: int) -> None:
-    """``events`` pending rows through claimed to done, as relays would leave them."""
-    q = DIALECT.quote
-    conn.execute(
-        f"UPDATE {DIALECT.table} SET {q('status')} = 1, {q('claimed_at')} = now() "
-        f"WHERE {q('id')} IN (SELECT {q('id')} FROM {DIALECT.table} "
-        f"WHERE {q('status')} = 0 ORDER BY {q('id')} LIMIT %s)", [events])
+    """``events`` pending rows settled done, as relays would leave them."""
+    q = DIALECT.ops.quote
     conn.execute(
         f"UPDATE {DIALECT.table} SET {q('status')} = 2, {q('processed_at')} = now() "
-        f"WHERE {q('status')} = 1")
+        f"WHERE {q('id')} IN (SELECT {q('id')} FROM {DIALECT.table} "
+        f"WHERE {q('status')} = 0 ORDER BY {q('id')} LIMIT %s)", [events])
 
 
 def heap_fetches(plan: Any) -> int:
@@ -74,8 +73,8 @@ def heap_fetches(plan: Any) -> int:
 def timed_claim(conn: psycopg.Connection[Any]) -> tuple[float, int]:
     """One claim of 100 (the relay's statement), rolled back: milliseconds, heap
     fetches."""
-    sql, slots = DIALECT.claim_sql()
-    params = bind(slots, heads=100, limit=100, lease_offset=DIALECT.offset_param(-60_000))
+    sql, slots = DIALECT.claim.claim_sql()  # type: ignore[attr-defined]
+    params = bind(slots, **DIALECT.claim.slots(ClaimRequest(100)))
     with conn.transaction(force_rollback=True):
         cursor = psycopg.ClientCursor(conn)
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)

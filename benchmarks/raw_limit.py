@@ -12,11 +12,11 @@ table, seeded the same way), so both pay the same table and indexes::
 
 until the SELECT comes back empty. It keeps no order and handles no failure.
 
-:func:`drain_leased` is the same loop paying the store contract's two writes per event,
-on the outbox table: the claim (``status`` claimed, ``claimed_at`` stamped, committed
-before publishing) and the ack (done, committed after). It is the floor of any relay that
-holds rows by lease rather than by an open transaction (PostgreSQL only). PostgreSQL
-runs it through psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMySQL (the
+:func:`drain_outbox` is the same loop without a transaction held across the publish: a
+read that locks and writes nothing, then the ack, the store contract's one write per
+event. It is the floor of this relay, which owns what it reads by bucket lease rather
+than by an open transaction (PostgreSQL only). PostgreSQL runs the loops through
+psycopg 3 with ``synchronous_commit`` off, MariaDB through PyMySQL (the
 benchmarks' driver) under the server's own flush setting; pika publishes to RabbitMQ
 (:class:`BatchConfirmer`), or redis-py ``LPUSH`` es the payloads to Redis in one
 non-transactional pipeline a batch (:class:`RedisPipeliner`, Redis's counterpart: it
@@ -212,28 +212,27 @@ def drain(connection: Any, table: str, vendor: str, confirmer: Sink | KafkaProdu
     return clock.result()
 
 
-def drain_leased(connection: Any, table: str, confirmer: Sink | KafkaProducer) -> DrainTime:
+def drain_outbox(connection: Any, table: str, confirmer: Sink | KafkaProducer) -> DrainTime:
     """Drain ``table`` (the outbox table, on PostgreSQL, through psycopg 3 in autocommit)
-    claiming each batch by lease, as the store contract does, with none of the relay's
-    ordering or failure handling::
+    reading each batch without writing, as the store contract's claim does, and paying
+    its one write per event, with none of the relay's ordering or failure handling::
 
-        UPDATE <outbox> SET status = <claimed>, claimed_at = <now> WHERE id = ANY(ARRAY(
-            SELECT id FROM <outbox> WHERE status = <pending> ORDER BY id LIMIT 500
-            FOR UPDATE SKIP LOCKED)) RETURNING id, payload;   -- committed
+        SELECT id, payload FROM <outbox> WHERE status = <pending> AND id > <last>
+            ORDER BY id LIMIT 500;
         -- publish, wait for the broker once
         UPDATE <outbox> SET status = <done>, processed_at = <now> WHERE id = ANY(...);
     """
     connection.execute("SET synchronous_commit = off")
     key = "aggregate_id, " if isinstance(confirmer, KafkaProducer) else ""
-    claim = (f"UPDATE {table} SET status = {Status.CLAIMED}, claimed_at = "
-             f"statement_timestamp() WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE "
-             f"status = {Status.PENDING} ORDER BY id LIMIT {BATCH} FOR UPDATE SKIP LOCKED)) "
-             f"RETURNING id, {key}payload::text")
+    read = (f"SELECT id, {key}payload::text FROM {table} WHERE status = {Status.PENDING} "
+            f"AND id > %s ORDER BY id LIMIT {BATCH}")
     ack = (f"UPDATE {table} SET status = {Status.DONE}, processed_at = statement_timestamp() "
            "WHERE id = ANY(%s)")
     clock = DrainClock()
-    while rows := sorted(connection.execute(claim).fetchall()):
+    last = 0
+    while rows := connection.execute(read, [last]).fetchall():
         _publish(confirmer, rows)
         connection.execute(ack, [[row[0] for row in rows]])
+        last = rows[-1][0]
         clock.done(len(rows))
     return clock.result()

@@ -23,9 +23,9 @@ limit with redis-py (:class:`benchmarks.raw_limit.RedisPipeliner`, one pipeline 
 beside a relay process publishing to Redis (KombuPublisher: one pipeline a batch), the
 same relay through kombu's Producer as before (two round trips a message) and the relay
 on RabbitMQ (issue 28's target: the relay on Redis at least 60% of the raw loop, steady).
-Both broker runs add the raw loop paying the store contract's two writes per event on the
-outbox table (:func:`benchmarks.raw_limit.drain_leased`): the floor of a lease-based
-relay, which the ratios are also given against.
+Both broker runs add the raw loop paying the store contract's one write per event on the
+outbox table (:func:`benchmarks.raw_limit.drain_outbox`): the floor of this relay, which
+the ratios are also given against.
 
 ``--kafka`` runs only the Kafka drains: a Tansu broker (:mod:`benchmarks.tansu`, memory
 storage) started on a free port for the run, then at ``--aggregates`` aggregates the raw
@@ -157,9 +157,9 @@ def copy_to_bare_table(keyed: bool = False) -> None:
 
 
 def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] | None = None,
-              *, leased: bool = False) -> tuple[DrainTime, float]:
-    """Drain table ``on`` with the raw limit (``leased``: its lease-paying variant,
-    :func:`benchmarks.raw_limit.drain_leased`), in this (warm) process, to RabbitMQ,
+              *, outbox: bool = False) -> tuple[DrainTime, float]:
+    """Drain table ``on`` with the raw limit (``outbox``: its variant on the outbox table,
+    :func:`benchmarks.raw_limit.drain_outbox`), in this (warm) process, to RabbitMQ,
     ``redis`` or ``kafka`` (its bootstrap servers and topic); its times and CPU seconds."""
     raw = raw_connection()
     confirmer: raw_limit.BatchConfirmer | raw_limit.RedisPipeliner | raw_limit.KafkaProducer = (
@@ -168,7 +168,7 @@ def raw_drain(events: int, on: str, redis: bool = False, kafka: tuple[str, str] 
         else raw_limit.BatchConfirmer(settings.AMQP_URL, settings.EXCHANGE))
     cpu = time.process_time()
     try:
-        drained = (raw_limit.drain_leased(raw, on, confirmer) if leased
+        drained = (raw_limit.drain_outbox(raw, on, confirmer) if outbox
                    else raw_limit.drain(raw, on, connection.vendor, confirmer))
     finally:
         cpu = time.process_time() - cpu
@@ -217,7 +217,7 @@ REDIS_RELAYS = {
     "relay, RabbitMQ": "amqp",
 }
 REDIS_RAW = "raw limit, psycopg + redis-py pipeline"
-REDIS_LEASED = "raw, leased on the outbox table (the contract's two writes)"
+REDIS_OUTBOX = "raw, on the outbox table (the contract's one write)"
 
 
 def reset_redis_queue() -> Any:
@@ -243,7 +243,7 @@ def redis_round(events: int, aggregates: int) -> dict[str, DrainTime]:
     drained[REDIS_RAW] = raw_drain(events, BARE_TABLE, redis=True)[0]
     assert client.llen(settings.QUEUE) == events, "Redis did not get every event"
     client = reset_redis_queue()
-    drained[REDIS_LEASED] = raw_drain(events, table(), redis=True, leased=True)[0]
+    drained[REDIS_OUTBOX] = raw_drain(events, table(), redis=True, outbox=True)[0]
     assert client.llen(settings.QUEUE) == events, "Redis did not get every event"
     for name, broker in REDIS_RELAYS.items():
         seed(events, aggregates)
@@ -268,12 +268,12 @@ def redis_table(args: argparse.Namespace) -> list[str]:
         f"events/s, medians of {args.repeat} round(s); defaults (BATCH_SIZE 500), "
         "synchronous_commit off:", "",
     ]
-    return lines + ratio_table(rounds, [REDIS_RAW, REDIS_LEASED, *REDIS_RELAYS], "redis-py")
+    return lines + ratio_table(rounds, [REDIS_RAW, REDIS_OUTBOX, *REDIS_RELAYS], "redis-py")
 
 
 # -- Kafka ----------------------------------------------------------------------------------
 KAFKA_RAW = "raw limit, psycopg + confluent-kafka"
-KAFKA_LEASED = "raw, leased on the outbox table (the contract's two writes)"
+KAFKA_OUTBOX = "raw, on the outbox table (the contract's one write)"
 KAFKA_RELAY = "relay, KafkaPublisher"
 #: The partitions of each drain's topic.
 KAFKA_PARTITIONS = 4
@@ -289,9 +289,9 @@ def kafka_round(events: int, aggregates: int, servers: str) -> dict[str, DrainTi
     drained[KAFKA_RAW] = raw_drain(events, BARE_TABLE, kafka=(servers, topic))[0]
     assert tansu.records_in(servers, topic) == events, "Kafka did not get every event"
     tansu.delete_topic(servers, topic)
-    topic = tansu.create_topic(servers, f"bench-leased-{uuid.uuid4().hex[:8]}",
+    topic = tansu.create_topic(servers, f"bench-outbox-{uuid.uuid4().hex[:8]}",
                                KAFKA_PARTITIONS)
-    drained[KAFKA_LEASED] = raw_drain(events, table(), kafka=(servers, topic), leased=True)[0]
+    drained[KAFKA_OUTBOX] = raw_drain(events, table(), kafka=(servers, topic), outbox=True)[0]
     assert tansu.records_in(servers, topic) == events, "Kafka did not get every event"
     tansu.delete_topic(servers, topic)
     seed(events, aggregates)
@@ -320,20 +320,20 @@ def kafka_table(args: argparse.Namespace) -> list[str]:
         f"(memory storage, topics of {KAFKA_PARTITIONS} partitions), events/s, medians of "
         f"{args.repeat} round(s); defaults (BATCH_SIZE 500), synchronous_commit off:", "",
     ]
-    return lines + ratio_table(rounds, [KAFKA_RAW, KAFKA_LEASED, KAFKA_RELAY],
+    return lines + ratio_table(rounds, [KAFKA_RAW, KAFKA_OUTBOX, KAFKA_RELAY],
                                "confluent-kafka")
 
 
 def ratio_table(rounds: list[dict[str, DrainTime]], names: list[str], client: str
                 ) -> list[str]:
     """Each drain's median rates, as a share of the raw loop (the first of ``names``)
-    and of the leased raw loop (the second), per round then the median."""
-    raw, leased = names[:2]
-    lines = [f"| drain | steady | end to end | steady / raw {client} loop | steady / leased "
-             "raw loop |", "|---|---|---|---|---|"]
+    and of the raw loop on the outbox table (the second), per round then the median."""
+    raw, outbox = names[:2]
+    lines = [f"| drain | steady | end to end | steady / raw {client} loop | steady / raw "
+             "loop on the outbox |", "|---|---|---|---|---|"]
     for name in names:
         share = [median([r[name].steady_rate / r[base].steady_rate for r in rounds])
-                 for base in (raw, leased)]
+                 for base in (raw, outbox)]
         lines.append(f"| {name} | {median([r[name].steady_rate for r in rounds]):,.0f} | "
                      f"{median([r[name].rate for r in rounds]):,.0f} | {share[0]:.0%} | "
                      f"{share[1]:.0%} |")

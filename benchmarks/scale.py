@@ -110,7 +110,7 @@ def analyze() -> None:
 # -- the figures --------------------------------------------------------------------------
 def claim_ms(prefix: str, claims: int = 60, batch: int = 100) -> float:
     """Median time of a 100-row claim (each claim acked before the next)."""
-    from eventferry_django.store.outbox import OutboxStore
+    from eventferry_django.store.outbox import OutboxStore, Settlement
 
     insert_rows(prefix, 0, claims * batch, done=False)
     analyze()
@@ -118,9 +118,10 @@ def claim_ms(prefix: str, claims: int = 60, batch: int = 100) -> float:
     times = []
     for _ in range(claims):
         started = time.perf_counter()
-        events = store.claim(batch, 60)
+        events = store.claim(batch)
         times.append((time.perf_counter() - started) * 1000)
-        store.ack(events)
+        if events:
+            store.settle(Settlement(events[0].batch, delivered=events))
     return statistics.median(times)
 
 

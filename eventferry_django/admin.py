@@ -186,10 +186,6 @@ class _EventAdminBase(_ModelAdmin):
     def age(self, obj: OutboxEvent) -> str | None:
         return ago(obj.created_at)
 
-    @admin.display(description=gettext_lazy("claimed"), ordering="claimed_at")
-    def claimed_age(self, obj: OutboxEvent) -> str | None:
-        return ago(obj.claimed_at)
-
     @admin.display(description=gettext_lazy("processed"), ordering="processed_at")
     def processed_age(self, obj: OutboxEvent) -> str | None:
         return ago(obj.processed_at)
@@ -206,7 +202,7 @@ class _EventAdminBase(_ModelAdmin):
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(_EventAdminBase):
     list_display = (
-        "id", "state", "topic", "aggregate", "attempts", "age", "claimed_age", "processed_age",
+        "id", "state", "topic", "aggregate", "attempts", "age", "processed_age",
     )
     list_filter = (
         StatusFilter, ("topic", ExactValueFilter), ("aggregate_type", ExactValueFilter),

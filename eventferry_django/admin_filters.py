@@ -17,7 +17,9 @@ SCHEDULED = "scheduled"
 
 class StatusFilter(admin.SimpleListFilter):
     """The stored statuses, with *pending* split into *pending* (a relay may take it
-    now) and *scheduled* (``deliver_at`` still ahead, by the database's clock)."""
+    now) and *scheduled* (``deliver_at`` still ahead, by the database's clock); *claimed*
+    is the rows of the relays' batches in flight, which the journal of batches in flight
+    names (a claim writes nothing to its rows)."""
 
     title = gettext_lazy("status")
     parameter_name = "status"
@@ -34,6 +36,8 @@ class StatusFilter(admin.SimpleListFilter):
             return events.scheduled()
         if value == str(Status.PENDING.value):
             return events.due()
+        if value == str(Status.CLAIMED.value):
+            return events.in_flight()
         if value in {str(s.value) for s in Status}:
             return events.filter(status=int(value))
         return queryset

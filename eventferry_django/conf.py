@@ -102,9 +102,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "CLAIM_TIMEOUT", f"number of seconds, above 0, at most {MAX_CLAIM_TIMEOUT_SECONDS:,}",
         60,
-        "How long a relay's lease on the rows it claimed lasts; after that another relay "
-        "may take them back, counting an attempt (see [Leases](relay.md#leases)). SQL "
-        "Server binds it as a 32-bit millisecond count, hence the 24-hour ceiling.",
+        "How long a relay's bucket leases last: a relay that stopped (killed, paused, cut "
+        "off from the database) keeps its buckets this long before another relay takes "
+        "them, with its batches in flight, counting an attempt for each row (see "
+        "[Bucket leases](relay.md#bucket-leases)). SQL Server binds it as a 32-bit "
+        "millisecond count, hence the 24-hour ceiling.",
         "eventferry.E004",
     ),
     Setting(
@@ -344,7 +346,7 @@ def parse(raw: object) -> tuple[EventferrySettings, list[Problem]]:
             "CLAIM_TIMEOUT",
             f"is {claim_timeout!r}; it must be a number of seconds above 0 and at most "
             f"{MAX_CLAIM_TIMEOUT_SECONDS} (24 hours).",
-            "A claimed row is taken back from a relay after this long; SQL Server binds it "
+            "A stopped relay's buckets are taken over after this long; SQL Server binds it "
             "as a 32-bit millisecond count, so 24 hours is the ceiling.",
         )
         claim_timeout = DEFAULTS["CLAIM_TIMEOUT"]

@@ -1,6 +1,7 @@
 """What Django's flush misses: eventferry's tables outside the connection's default
-schema (the outbox, the inbox, the Django tasks' results), and the relay registry, which
-no model describes.
+schema (the outbox, the inbox, the Django tasks' results), and the tables beside the
+outbox that no model describes: the relay registry, the batches in flight and the bucket
+leases.
 
 Django's flush (``manage.py flush``, ``sqlflush``, the teardown of every
 ``TransactionTestCase``) empties the models' tables that introspection lists, matched by
@@ -9,7 +10,8 @@ while our models' ``db_table`` is schema-qualified wherever our own SQL is (alwa
 Server, ``dbo].[outbox``; on PostgreSQL and MySQL when ``SCHEMA`` is set), so no vendor's
 flush ever matches them and their rows survive it. The ``flush`` and ``sqlflush`` commands
 of this app add these tables, emptied by the backend's own flush SQL. They add the relay
-registry too: a relay killed in one test must not count as live in the next.
+registry and the batches in flight too, and free every bucket lease (the 256 bucket rows
+stay): a relay killed in one test must not count as live, nor hold buckets, in the next.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .naming import QUOTES, TableName
 def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
     """The ``db_table`` of each of eventferry's tables that exists on ``connection`` under
     a schema-qualified name, which Django's flush cannot match, and of the relay registry
-    where it exists."""
+    and the batches in flight where they exist."""
     vendor = connection.vendor
     if vendor not in QUOTES or not apps.is_installed("eventferry_django"):
         return []
@@ -42,14 +44,20 @@ def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
             continue
         if _exists(connection, located):
             tables.append(name.orm_db_table(vendor))
-    registry = settings.table_name.relay_registry
-    located = registry.for_vendor(vendor)
-    if router.allow_migrate_model(connection.alias, OutboxEvent) and (
-        _exists(connection, located) if located.schema is not None
-        else located.table in connection.introspection.table_names()
-    ):
-        tables.append(registry.orm_db_table(vendor))
+    for name in (settings.table_name.relay_registry, settings.table_name.in_flight):
+        if _beside_the_outbox(connection, name):
+            tables.append(name.orm_db_table(vendor))
     return tables
+
+
+def _beside_the_outbox(connection: BaseDatabaseWrapper, name: TableName) -> bool:
+    """Whether table ``name``, which lives beside the outbox, exists on ``connection``."""
+    from .models import OutboxEvent
+
+    located = name.for_vendor(connection.vendor)
+    return router.allow_migrate_model(connection.alias, OutboxEvent) and (
+        _exists(connection, located) if located.schema is not None
+        else located.table in connection.introspection.table_names())
 
 
 def _exists(connection: BaseDatabaseWrapper, name: TableName) -> bool:
@@ -72,10 +80,21 @@ def flush_sql(
     reset_sequences: bool = True,
     allow_cascade: bool = False,
 ) -> list[str]:
-    """The backend's flush SQL for :func:`unseen_tables` (empty when there are none)."""
+    """The backend's flush SQL for :func:`unseen_tables`, and the statement that frees
+    every bucket lease (empty when there is nothing to do)."""
     tables = unseen_tables(connection)
-    if not tables:
-        return []
-    return list(connection.ops.sql_flush(
+    statements = list(connection.ops.sql_flush(
         style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
-    ))
+    )) if tables else []
+    buckets = get_settings().table_name.bucket_leases
+    if connection.vendor in QUOTES and apps.is_installed("eventferry_django") and (
+            _beside_the_outbox(connection, buckets)):
+        statements.append(free_every_bucket_sql(connection.vendor, buckets))
+    return statements
+
+
+def free_every_bucket_sql(vendor: str, name: TableName) -> str:
+    """Every bucket lease freed, its epoch kept (the next taker raises it)."""
+    opening, closing = QUOTES[vendor]
+    owner, expires_at = (f"{opening}{column}{closing}" for column in ("owner", "expires_at"))
+    return f"UPDATE {name.quoted(vendor)} SET {owner} = NULL, {expires_at} = NULL"

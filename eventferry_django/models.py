@@ -20,6 +20,7 @@ from .conf import orm_db_table
 from .contract import OPEN, StatusCode, bucket_of
 from .json_text import JsonTextField
 from .store import DIALECTS
+from .store.in_flight_journal import InFlightJournal
 
 
 class Status(models.IntegerChoices):
@@ -59,8 +60,12 @@ class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
         now_sql = DIALECTS[connections[self.db].vendor].ops_class.now_sql
         return RawSQL(now_sql, (), output_field=models.DateTimeField())
 
-    def claimed(self) -> OutboxEventQuerySet:
-        return self.filter(status=Status.CLAIMED)
+    def in_flight(self) -> OutboxEventQuerySet:
+        """Events in a relay's batch in flight now: claimed, on their way to the broker,
+        not settled yet. A claim writes nothing to its rows (they stay pending), so the
+        journal of batches in flight says which (docs/design/one-write.md)."""
+        ids = [i for entry in InFlightJournal(self.db).entries() for i in entry.ids]
+        return self.filter(id__in=ids)
 
     def done(self) -> OutboxEventQuerySet:
         return self.filter(status=Status.DONE)

@@ -5,9 +5,9 @@ time. The claim already leaves a pending row with a future ``next_retry_at`` alo
 the database's clock passes it, and the claim index ``(status, next_retry_at, id)`` keeps
 such rows outside the ranges the claim scans, so a row scheduled days ahead costs a relay
 nothing per pass. Nothing else writes a pending row with a retry time: a failed row is
-status 3, a lease renewal touches only claimed rows, and a hand-back (``release``) or a
-redrive clears ``next_retry_at``. So "pending with a ``next_retry_at``" means scheduled,
-and "scheduled and not yet due" is ``next_retry_at`` after the database's now.
+status 3, a claim or a hand-back writes nothing to its rows, and a redrive clears
+``next_retry_at``. So "pending with a ``next_retry_at``" means scheduled, and "scheduled
+and not yet due" is ``next_retry_at`` after the database's now.
 
 The database's clock decides, as it does for retries: ``deliver_at`` is an instant,
 stored as given (in UTC) and compared with the database's now; ``delay`` is added to the

@@ -9,10 +9,14 @@ it as gauges on every scrape.
 The queries are built to stay cheap on a table holding millions of done rows; none of
 them counts or sorts done rows:
 
-- counts of open rows (pending, claimed, failed) read the open statuses' range of an
-  index led by ``status``: the claim index (partial, open rows only, where the vendor
-  has partial indexes) or the retention index ``(status, processed_at)``, whichever the
-  planner prefers; done rows lie outside that range either way;
+- counts of open rows (pending, failed) read the open statuses' range of an index led
+  by ``status``: the claim index (partial, open rows only, where the vendor has partial
+  indexes) or the retention index ``(status, processed_at)``, whichever the planner
+  prefers; done rows lie outside that range either way;
+- the claimed rows are those of the relays' batches in flight: a claim writes nothing to
+  its rows (they stay pending, or failed for a retry), so the journal of batches in
+  flight (a few rows per relay) names them, and they are counted by primary key and
+  moved out of the status they hold;
 - the dead count is a range of the retention index ``(status, processed_at)``;
 - the oldest pending event is the pending row with the smallest id, read as the first
   entry of the claim index in its own order (``status, next_retry_at, id``) with
@@ -39,6 +43,7 @@ database's clock (UTC): a clock skew shows up in them, clamped at zero.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +56,11 @@ from .contract import OPEN, STATUS_NAMES
 from .models import OPEN_STATUSES, OutboxEvent, OutboxEventQuerySet, Status
 from .store.bound import BoundStore
 from .store.claimable import PROBE_COLUMNS
-from .store.sql import bind
+from .store.in_flight_journal import InFlightJournal
 
+#: Ids bound in one query counting the rows in flight: under SQL Server's 2,100 bound
+#: parameters.
+IDS_PER_QUERY = 1000
 #: The statuses counted as backlog, by the names used in output and metric labels.
 BACKLOG_STATUSES: dict[str, Status] = {STATUS_NAMES[code]: Status(code) for code in OPEN}
 #: The backlog's names in output order: ``scheduled`` is the part of the pending rows
@@ -80,8 +88,8 @@ class OutboxStatus:
     #: ``{topic: {"pending": n, "scheduled": n, "claimed": n, "failed": n, "dead": n}}``
     #: for topics with open or dead rows; None unless asked for.
     by_topic: Mapping[str, Mapping[str, int]] | None = None
-    #: Since when the oldest row a relay could claim now has been claimable (written,
-    #: come due, or its lease run out); None when no row can be claimed.
+    #: Since when the oldest row a relay could claim now has been claimable (written, or
+    #: come due); None when no row can be claimed.
     oldest_claimable_since: dt.datetime | None = None
 
     @property
@@ -159,9 +167,25 @@ def backlog_counts(events: OutboxEventQuerySet) -> dict[str, int]:
     )
     for status, n in rows:
         counts[STATUS_NAMES[status]] = n
+    for (status,), n in _in_flight(events).items():
+        counts[STATUS_NAMES[status]] -= n
+        counts["claimed"] += n
     if counts["pending"]:
         counts["scheduled"] = events.scheduled().count()
         counts["pending"] -= counts["scheduled"]
+    return counts
+
+
+def _in_flight(events: OutboxEventQuerySet, *by: str) -> Counter[tuple[Any, ...]]:
+    """The open rows of the relays' batches in flight, counted by ``by`` and status."""
+    ids = [i for entry in InFlightJournal(events.db).entries() for i in entry.ids]
+    counts: Counter[tuple[Any, ...]] = Counter()
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        rows = (_open(events).filter(id__in=ids[start:start + IDS_PER_QUERY])
+                .values_list(*by, "status").annotate(n=Count("*"))
+                .values_list(*by, "status", "n"))
+        for *key, n in rows:
+            counts[tuple(key)] += n
     return counts
 
 
@@ -169,18 +193,12 @@ def oldest_claimable_since(events: OutboxEventQuerySet, store: BoundStore
                            ) -> dt.datetime | None:
     """Since when the oldest row a relay could claim now has been claimable, by the
     claim's own predicates (see :mod:`eventferry_django.store.claimable`); None when no
-    row can be claimed. A lease counts as run out ``CLAIM_TIMEOUT`` after its claim (or
-    at the time its relay last renewed it to, if later)."""
-    lease = dt.timedelta(seconds=get_settings().claim_timeout)
-    offset = store.dialect.ops.offset_param(-round(lease / dt.timedelta(milliseconds=1)))
+    row can be claimed."""
     since: list[dt.datetime] = []
     for kind, (sql, params) in store.dialect.claimable.probes().items():
-        for row in events.raw(sql, bind(params, lease_offset=offset)):
-            # The probe's columns: when the row became claimable, or (a lease) when it
-            # was claimed, then when its relay last renewed the lease to.
-            first, *renewed = (getattr(row, column) for column in PROBE_COLUMNS[kind][1:])
-            start = _utc(first) + (lease if kind == "lease" else dt.timedelta(0))
-            since.append(max([start, *(_utc(r) for r in renewed if r is not None)]))
+        # The probe's columns: the id, then when the row became claimable.
+        became_claimable = PROBE_COLUMNS[kind][1]
+        since.extend(_utc(getattr(row, became_claimable)) for row in events.raw(sql, params))
     return min(since, default=None)
 
 
@@ -236,6 +254,9 @@ def topic_counts(events: OutboxEventQuerySet) -> dict[str, dict[str, int]]:
     )
     for topic, status, n in open_rows:
         add(topic, STATUS_NAMES[status], n)
+    for (topic, status), n in _in_flight(events, "topic").items():
+        by_topic[topic][STATUS_NAMES[status]] -= n
+        by_topic[topic]["claimed"] += n
     dead_rows: Iterable[tuple[str, int]] = (
         events.dead().order_by().values_list("topic").annotate(n=Count("*"))
         .values_list("topic", "n")

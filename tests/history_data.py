@@ -35,7 +35,7 @@ class History:
 def seed(*, old_done: int = 9_000, old_dead: int = 400, recent: int = 300,
          open_each: int = 100, seed_value: int = 8) -> History:
     """Old closed rows processed 2 to 5 days ago (so ``--older-than 1d`` takes them all),
-    recent done rows from the last hour, and pending, claimed and failed rows."""
+    recent done rows from the last hour, and pending, scheduled and failed rows."""
     rng = random.Random(seed_value)
     now = OutboxStore().utc_now().replace(microsecond=0)
     rows: list[OutboxEvent] = []
@@ -65,7 +65,7 @@ def seed(*, old_done: int = 9_000, old_dead: int = 400, recent: int = 300,
         add(Status.DONE, now - dt.timedelta(seconds=rng.randrange(1, 3600)), attempts=0)
     for _ in range(open_each):
         add(Status.PENDING, None)
-        add(Status.CLAIMED, None, claimed_at=now)
+        add(Status.PENDING, None, next_retry_at=now + dt.timedelta(hours=1))  # scheduled
         add(Status.FAILED, None, attempts=1, next_retry_at=now + dt.timedelta(hours=1),
             last_error="retry later")
     rng.shuffle(rows)  # ids interleave statuses, days and topics, as in a real table

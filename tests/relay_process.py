@@ -17,12 +17,14 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def relay_env(eventferry: dict[str, Any], db_port: int | None = None) -> dict[str, str]:
-    """The environment of a relay process on the test database; ``db_port`` (a proxy's
-    on 127.0.0.1) stands between it and the database where given."""
+def relay_env(eventferry: dict[str, Any], db_port: int | None = None, *,
+              root: Path = ROOT) -> dict[str, str]:
+    """The environment of a relay process of the tree at ``root`` (this one by default)
+    on the test database; ``db_port`` (a proxy's on 127.0.0.1) stands between it and the
+    database where given."""
     env = dict(os.environ)
     env.update(
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=str(root),
         DJANGO_SETTINGS_MODULE="tests.settings",
         EVENTFERRY_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
         EVENTFERRY_TEST_SETTINGS=json.dumps(eventferry),
@@ -57,11 +59,13 @@ def through_port(port: int) -> dict[str, str]:
 
 
 def start_relay(eventferry: dict[str, Any], *args: str, log: Path | None = None,
-                db_port: int | None = None) -> subprocess.Popen[bytes]:
+                db_port: int | None = None, root: Path = ROOT) -> subprocess.Popen[bytes]:
+    """A relay process of the tree at ``root`` (this one by default)."""
     out = log.open("ab") if log else subprocess.DEVNULL
     return subprocess.Popen(
         [sys.executable, "-m", "django", "outbox_relay", *args],
-        env=relay_env(eventferry, db_port), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        env=relay_env(eventferry, db_port, root=root), cwd=root, stdout=out,
+        stderr=subprocess.STDOUT,
     )
 
 

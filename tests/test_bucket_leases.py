@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.contract import BUCKETS
+from eventferry_django.ddl import released
 from eventferry_django.models import OutboxEvent
 from eventferry_django.relay.bucket_holder import LEASE_MARGIN, BucketHolder
 from eventferry_django.store.bucket_leases import BucketLeases
@@ -20,24 +21,31 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LEASE = 60.0
 
 
+def free_every_bucket(store: BucketLeases) -> None:
+    """The tables migration 0003 made as it left them: every bucket free at epoch 0, no
+    batch in flight. They have no model, so no flush resets them."""
+    sql = store.sql
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {sql.table} SET {sql.owner} = NULL, {sql.epoch} = 0, "
+                       f"{sql.expires_at} = NULL")
+        cursor.execute(f"DELETE FROM {InFlightJournal().sql.table}")
+
+
 @pytest.fixture
 def leases() -> Iterator[BucketLeases]:
-    """The bucket leases, seeded, and the batches in flight that a take sweeps."""
+    """The bucket leases, every one free, and no batch in flight for a take to sweep:
+    reset first as well, for a kept test database (SQL Server's) may hold the leases of
+    a run that was killed."""
     store = BucketLeases()
-    schema = store.dialect.schema
-    tables = (schema.bucket_leases, schema.in_flight)
-    with connection.cursor() as cursor:
-        # Dropped first: a kept test database (SQL Server's) may hold them from a run
-        # that was killed, with its leases.
-        for table in tables:
-            for statement in [*schema.drop_statements(table), *schema.create_statements(table)]:
-                cursor.execute(statement)
-        cursor.execute(*store.sql.seed())
+    free_every_bucket(store)
     yield store
+    free_every_bucket(store)
+
+
+def run_ddl(statements: list[str]) -> None:
     with connection.cursor() as cursor:
-        for table in tables:
-            for statement in schema.drop_statements(table):
-                cursor.execute(statement)
+        for statement in statements:
+            cursor.execute(statement)
 
 
 def expire(store: BucketLeases, *buckets: int) -> None:
@@ -158,11 +166,36 @@ def test_a_bucket_moves_only_once_its_batches_in_flight_are_settled(
     a.want([1])  # the share moved bucket 2 to b
     b.want([2])
     assert a.tick() == {1: 1, 2: 1}
-    assert a.claimable() == {1: 1}, "no new batch from a bucket being let go"
+    with a.claiming() as buckets:
+        assert buckets == (1,), "no new batch from a bucket being let go"
     assert b.tick() == {}
     a.settled([2])
     assert a.tick() == {1: 1}
     assert b.tick() == {2: 2}
+
+
+def test_a_claim_keeps_its_buckets_until_its_batch_is_sent(leases: BucketLeases) -> None:
+    """The share may move a bucket while a claim reads it: the holder lets it go only
+    once the claim ended and its batch, if any, is settled."""
+    a = BucketHolder(leases, InFlightJournal(), "a", LEASE)
+    a.want([1, 2])
+    a.tick()
+    with a.claiming() as buckets:
+        assert buckets == (1, 2)
+        a.want([1])
+        assert a.tick() == {1: 1, 2: 1}, "bucket 2 is being read"
+        a.sent([2])  # the claim found rows of bucket 2
+    assert a.tick() == {1: 1, 2: 1}, "bucket 2 is in flight"
+    a.settled([2])
+    assert a.tick() == {1: 1}
+
+
+def test_a_holder_of_every_bucket_claims_oldest_first(leases: BucketLeases) -> None:
+    a = BucketHolder(leases, InFlightJournal(), "a", LEASE)
+    a.want(range(BUCKETS))
+    a.tick()
+    with a.claiming() as buckets:
+        assert buckets is None
 
 
 def test_the_leases_count_as_valid_from_before_the_tick_less_a_margin(
@@ -185,19 +218,17 @@ def test_a_failed_tick_does_not_extend_the_leases(leases: BucketLeases) -> None:
     holder.want([3])
     holder.tick()
     valid_until = clock.now + LEASE * (1 - LEASE_MARGIN)
-    with connection.cursor() as cursor:
-        for statement in leases.dialect.schema.drop_statements(leases.dialect.schema.bucket_leases):
-            cursor.execute(statement)
-    clock.now += LEASE / 2
-    with pytest.raises(DatabaseError):
-        holder.tick()
-    clock.now = valid_until - 0.01
-    assert holder.valid()
-    clock.now = valid_until + 0.01
-    assert not holder.valid()
-    with connection.cursor() as cursor:  # for the fixture's drop
-        for statement in leases.dialect.schema.create_statements(leases.dialect.schema.bucket_leases):
-            cursor.execute(statement)
+    run_ddl(released("0.2.0", "buckets", connection.vendor, forwards=False))
+    try:
+        clock.now += LEASE / 2
+        with pytest.raises(DatabaseError):
+            holder.tick()
+        clock.now = valid_until - 0.01
+        assert holder.valid()
+        clock.now = valid_until + 0.01
+        assert not holder.valid()
+    finally:  # the table as migration 0003 makes it, for every later test
+        run_ddl(released("0.2.0", "buckets", connection.vendor))
 
 
 def test_release_all_lets_every_bucket_go(leases: BucketLeases) -> None:

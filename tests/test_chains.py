@@ -1,23 +1,23 @@
 """Chains on a real database: a claim hands out an aggregate's head and the open rows
 that follow it, in id order, up to MAX_CHAIN, and never a later row while an earlier open
-row is held elsewhere or waits for its retry time."""
+row is in flight or waits for its retry time."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import override_settings
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from eventferry_django import NewEvent, metrics, publish_events
+from eventferry_django.contract import bucket_of
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.publishers.base import (
     OutboundMessage,
@@ -27,10 +27,10 @@ from eventferry_django.publishers.base import (
 )
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.relay.planner import refused_heads_alone
-from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore
+from eventferry_django.store.bucket_leases import BucketLeases
+from eventferry_django.store.in_flight_journal import InFlightJournal
+from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore, Settlement
 from eventferry_django.store.sql import bind, chain_share, chain_share_sql
-
-from .engine_gaps import babelfish_gap
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,97 +48,60 @@ def claimed(events: list[ClaimedEvent]) -> list[tuple[str, int]]:
 def test_a_claim_hands_out_each_head_and_the_rows_after_it_up_to_max_chain() -> None:
     publish("a", "a", "b", "a", "a", "b", "c")
     store = OutboxStore(max_chain=3)
-    assert claimed(store.claim(100, lease_timeout=60)) == [
+    assert claimed(store.claim(100)) == [
         ("a", 0), ("a", 1), ("b", 2), ("a", 3), ("b", 5), ("c", 6),
     ]
-    # The rest of "a" waits behind the rows just claimed.
-    assert store.claim(100, lease_timeout=60) == []
+    # The rest of "a" waits behind the rows in flight.
+    assert store.take(store.request(100), in_flight=["a", "b", "c"]) == []
 
 
 def test_the_limit_keeps_a_prefix_of_every_chain_in_id_order() -> None:
     publish("a", "b", "a", "b", "a", "b")
-    events = OutboxStore(max_chain=10).claim(3, lease_timeout=60)
+    events = OutboxStore(max_chain=10).claim(3)
     assert claimed(events) == [("a", 0), ("b", 1), ("a", 2)]
 
 
 def test_max_chain_1_hands_out_heads_only() -> None:
     publish("a", "a", "b", "b")
-    assert claimed(OutboxStore(max_chain=1).claim(100, lease_timeout=60)) == [("a", 0), ("b", 2)]
+    assert claimed(OutboxStore(max_chain=1).claim(100)) == [("a", 0), ("b", 2)]
 
 
 def test_a_chain_stops_at_a_row_waiting_for_its_retry_time() -> None:
     publish("a", "a", "a", "a")
     store = OutboxStore(max_chain=10)
-    first = store.claim(100, lease_timeout=60)
+    first = store.claim(100)
     assert len(first) == 4
     # Row 1 refused (retry in a minute), the others confirmed: an order break.
-    store.settle([first[0], first[2], first[3]], [Failure(first[1], "nack", delay=60)])
+    store.settle(Settlement(first[0].batch, delivered=[first[0], first[2], first[3]],
+                            failures=[Failure(first[1], "nack", delay=60)]))
     publish("a", "a")
     # The new rows wait behind the failed one, although they are pending and fresh.
-    assert store.claim(100, lease_timeout=60) == []
+    assert store.claim(100) == []
     OutboxEvent.objects.filter(status=Status.FAILED).update(
         next_retry_at=timezone.now() - dt.timedelta(seconds=1))
     # Due now: it heads a chain again, with the rows behind it.
-    assert claimed(store.claim(100, lease_timeout=60)) == [("a", 1), ("a", 0), ("a", 1)]
+    assert claimed(store.claim(100)) == [("a", 1), ("a", 0), ("a", 1)]
 
 
-def test_a_chain_stops_where_a_row_is_held_by_a_live_lease() -> None:
-    publish("a", "a", "a")
-    store = OutboxStore(max_chain=10)
-    events = store.claim(100, lease_timeout=60)
-    # A redrive-like edit puts the head back to pending while rows behind it are held.
-    OutboxEvent.objects.filter(id=events[0].id).update(status=Status.PENDING, claimed_at=None)
-    assert claimed(store.claim(100, lease_timeout=60)) == [("a", 0)]
-
-
-def test_an_expired_chain_comes_back_whole_from_its_first_row() -> None:
+def test_a_chain_taken_over_comes_back_whole_from_its_first_row() -> None:
     publish("a", "a", "a", "b")
-    store = OutboxStore(max_chain=10)
-    assert len(store.claim(100, lease_timeout=60)) == 4
-    OutboxEvent.objects.update(claimed_at=timezone.now() - dt.timedelta(minutes=5))
+    stopped, taker = OutboxStore(max_chain=10), OutboxStore(max_chain=10)
+    assert len(stopped.claim(100)) == 4
+    # The relay stopped; another takes its buckets, sweeping its batch.
+    take_over(taker, "a", "b")
     publish("a")
-    again = store.claim(100, lease_timeout=60)
+    again = taker.claim(100)
     assert claimed(again) == [("a", 0), ("a", 1), ("a", 2), ("b", 3), ("a", 0)]
-    # Taking back an expired lease costs an attempt; the new row had none to lose.
+    # A takeover costs an attempt; the new row had none to lose.
     assert [e.message.attempts for e in again] == [1, 1, 1, 1, 0]
 
 
-LOCK_HEAD = {
-    "postgresql": "SELECT id FROM {table} WHERE id = %s FOR UPDATE",
-    "mysql": "SELECT id FROM {table} WHERE id = %s FOR UPDATE",
-    "microsoft": "SELECT id FROM {table} WITH (UPDLOCK, ROWLOCK) WHERE id = %s",
-}
-
-
-@pytest.fixture
-def head_held(second_connection: BaseDatabaseWrapper) -> Iterator[Any]:
-    """Locks a row from another connection, in a transaction left open, as a competing
-    claim does between finding its heads and committing."""
-    if connection.vendor not in LOCK_HEAD:
-        pytest.skip("SQLite has one writer at a time: no claim can hold a row mid-way")
-    table = OutboxStore().dialect.table
-    second_connection.set_autocommit(False)
-
-    def hold(row_id: int) -> None:
-        with second_connection.cursor() as cursor:
-            cursor.execute(LOCK_HEAD[connection.vendor].format(table=table), [row_id])
-            cursor.fetchall()
-
-    try:
-        yield hold
-    finally:
-        second_connection.rollback()
-        second_connection.set_autocommit(True)
-
-
-@babelfish_gap("locking-hints-ignored", "the competitor's UPDLOCK takes no lock there, so READPAST skips nothing and the head is claimed")
-def test_a_competitor_holding_the_head_gets_the_aggregate_no_chain_here(head_held: Any) -> None:
-    ids = list(OutboxEvent.objects.filter(message_id__in=publish("a", "a", "a", "b"))
-               .order_by("id").values_list("id", flat=True))
-    head_held(ids[0])
-    # The locked head is skipped, and no row behind it counts as a head: its committed
-    # state is still open. Only "b" can be claimed.
-    assert claimed(OutboxStore(max_chain=10).claim(100, lease_timeout=60)) == [("b", 3)]
+def take_over(taker: OutboxStore, *aggregates: str) -> None:
+    """``taker`` takes the buckets of ``aggregates``, as a relay taking over from one that
+    stopped does: the sweep takes their rows out of the other relays' batches."""
+    BucketLeases().take(taker.instance, {bucket_of(a) for a in aggregates}, 60,
+                        then=lambda cursor, taken: taker.journal.sweep(
+                            cursor, taker.instance, taken))
 
 
 class RecordingPublisher(Publisher):
@@ -161,17 +124,39 @@ def chained_relay(publisher: Publisher, **config: Any) -> Relay:
                  store=OutboxStore(max_chain=10))
 
 
-def test_a_claim_split_across_batches_in_flight_keeps_each_chain_in_one_call() -> None:
-    publish(*"abaaaacdef")  # cut in two by count, "a" would straddle both calls
-    publisher = RecordingPublisher()
-    chained_relay(publisher).run()
-    assert len(publisher.calls) == 2
-    calls_of = {a: [i for i, call in enumerate(publisher.calls)
-                    if any(m.aggregate_id == a for m in call)] for a in "abcdef"}
-    assert all(len(calls) == 1 for calls in calls_of.values()), calls_of
-    a_chain = [json.loads(m.payload)["n"] for call in publisher.calls for m in call
-               if m.aggregate_id == "a"]
-    assert a_chain == [0, 2, 3, 4, 5]
+class JournalWatchingPublisher(RecordingPublisher):
+    """Records, at each call, the aggregates of every batch then in flight, by batch (the
+    journal of batches in flight, read on the publishing thread's own connection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: list[list[set[str]]] = []
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
+        entries = InFlightJournal().entries()
+        aggregate_of = dict(OutboxEvent.objects.filter(
+            id__in=[i for entry in entries for i in entry.ids]).values_list("id", "aggregate_id"))
+        self.in_flight.append([{aggregate_of[i] for i in entry.ids} for entry in entries])
+        connection.close()  # the publishing thread's own, which nothing else closes
+        return super().publish(messages)
+
+
+def test_batches_in_flight_never_share_an_aggregate() -> None:
+    publish(*"abaaaacdefaabc")
+    publisher = JournalWatchingPublisher()
+    chained_relay(publisher, batch_size=5).run()
+    # Each claim passes over the aggregates of the other batch in flight; which rows a
+    # claim of five takes (heads first, or chains) is the vendor's.
+    assert max(len(batches) for batches in publisher.in_flight) == 2
+    for batches in publisher.in_flight:
+        for n, aggregates in enumerate(batches):
+            assert not aggregates & set().union(*batches[n + 1:]), publisher.in_flight
+    sent = [(m.aggregate_id, json.loads(m.payload)["n"]) for call in publisher.calls
+            for m in call]
+    assert sorted(sent, key=lambda an: an[1]) == [(a, n) for n, a in enumerate("abaaaacdefaabc")]
+    for aggregate in "abcdef":
+        ns = [n for a, n in sent if a == aggregate]
+        assert ns == sorted(ns), (aggregate, sent)
 
 
 def order_breaks(topic: str) -> float:
@@ -197,20 +182,21 @@ def test_a_refused_row_mid_chain_is_one_order_break_and_the_rest_is_done(
 
 def test_only_a_head_refused_more_often_than_its_chain_goes_out_alone() -> None:
     publish("a", "a", "a", "b", "b")
-    store = OutboxStore(max_chain=10)
-    first = store.claim(100, lease_timeout=60)
-    # Every lease expired (a dead relay): the chains come back whole, one attempt each.
-    OutboxEvent.objects.update(claimed_at=timezone.now() - dt.timedelta(minutes=5))
-    again = store.claim(100, lease_timeout=60)
+    stopped, store = OutboxStore(max_chain=10), OutboxStore(max_chain=10)
+    first = stopped.claim(100)
+    # Taken over from a relay that stopped: the chains come back whole, one attempt each.
+    take_over(store, "a", "b")
+    again = store.claim(100)
     assert refused_heads_alone(again) == (again, [])
     # The broker refused a's head: its retry goes out alone, the rows behind it wait.
     a_head, *a_rest = [e for e in again if e.message.aggregate_id == "a"]
-    store.settle([*a_rest, *[e for e in again if e.message.aggregate_id == "b"]],
-                 [Failure(a_head, "nack", delay=0.001)])
+    store.settle(Settlement(again[0].batch, delivered=[
+        *a_rest, *[e for e in again if e.message.aggregate_id == "b"]],
+        failures=[Failure(a_head, "nack", delay=0.001)]))
     publish("a", "a")
     OutboxEvent.objects.filter(status=Status.FAILED).update(
         next_retry_at=timezone.now() - dt.timedelta(seconds=1))
-    retry = store.claim(100, lease_timeout=60)
+    retry = store.claim(100)
     assert [e.id for e in retry] == [first[0].id, *(e.id for e in retry[1:])] and len(retry) == 3
     assert refused_heads_alone(retry) == ([retry[0]], retry[1:])
 

@@ -3,15 +3,14 @@
 - One hot aggregate, 5,000 events, two relays; one is killed (SIGKILL) while it holds a
   chain and the broker connection is cut (TCP proxy) mid-stream: every event arrives,
   the first delivery of each message id comes in id order, only the killed chain spent
-  an attempt, and no two claims ever held rows of the aggregate at once (sampled from
-  the table while the relays ran).
+  an attempt, and no two relays ever had rows of the aggregate in flight at once
+  (sampled from the journal of batches in flight while the relays ran).
 - A chain whose middle message is unroutable: the rows before and after it are done,
   one order break is counted and logged, the refused row follows the retry/dead path.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
 import urllib.request
 from collections.abc import Callable
@@ -19,11 +18,10 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction  # noqa: F401 (skipif strings)
-from django.db.models import Count
-from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.store.in_flight_journal import InFlightJournal
 
 from . import test_relay_rabbitmq as rabbit
 from .amqp import TopicQueue, proxied_url
@@ -50,23 +48,27 @@ CLAIM_TIMEOUT = 3.0
 
 
 class LeaseWatch:
-    """Samples the table: per aggregate, how many distinct live leases (claims) hold its
-    rows. More than one would mean two claims (two relays) own the aggregate at once."""
+    """Samples the journal of batches in flight: per aggregate, which relays have its
+    rows in flight. More than one would mean two relays own the aggregate at once."""
 
     def __init__(self) -> None:
         self.samples = 0
         self.held = 0
 
     def sample(self) -> None:
-        # A killed relay's lease stops counting once it is half expired: nobody holds it
-        # then, and only the claim that takes it back (after the full timeout) will.
-        live = timezone.now() - dt.timedelta(seconds=CLAIM_TIMEOUT / 2)
-        holders = (OutboxEvent.objects.filter(status=Status.CLAIMED, claimed_at__gt=live)
-                   .values("aggregate_id").annotate(leases=Count("claimed_at", distinct=True)))
+        # No aggregate is ever in two relays' batches in flight: a relay that takes a
+        # killed relay's bucket sweeps it out of that relay's batches in the same
+        # transaction, before it claims there.
+        journal = InFlightJournal().entries()
+        ids = {i: entry.relay for entry in journal for i in entry.ids}
+        relays: dict[str, set[str]] = {}
+        for row_id, aggregate in (OutboxEvent.objects.filter(id__in=list(ids))
+                                  .values_list("id", "aggregate_id")):
+            relays.setdefault(aggregate, set()).add(ids[row_id])
         self.samples += 1
-        for row in holders:
+        for aggregate, holders in relays.items():
             self.held += 1
-            assert row["leases"] == 1, f"{row['leases']} claims hold {row['aggregate_id']}"
+            assert len(holders) == 1, f"{sorted(holders)} hold {aggregate} at once"
 
     def until(self, condition: Callable[[], bool]) -> Callable[[], bool]:
         def check() -> bool:
@@ -100,7 +102,7 @@ def test_a_hot_aggregate_through_two_relays_a_kill_and_a_broker_cut_keeps_id_ord
 
     victim = relays.start(settings, "victim", "--poll-interval", "0.1")
     wait_until(watch.until(lambda: done() >= 500
-                           and OutboxEvent.objects.claimed().exists()),
+                           and OutboxEvent.objects.in_flight().exists()),
                timeout=60, what="the victim to hold a chain", relays=relays, interval=0.01)
     victim.kill()  # SIGKILL, mid-chain: its rows stay claimed until the lease runs out
     victim.wait(10)

@@ -206,15 +206,14 @@ def generic_claim_plan() -> dict[str, Any]:
     sql, slots = dialect.claim.claim_sql()  # type: ignore[attr-defined]
     parts = sql.split("%s")
     numbered = "".join(f"{p}${i}" for i, p in enumerate(parts[:-1], 1)) + parts[-1]
-    params = bind(slots, **dialect.claim.slots(ClaimRequest(CLAIM, 60, max_chain=100)))
+    params = bind(slots, **dialect.claim.slots(ClaimRequest(CLAIM, max_chain=100)))
     with connection.cursor() as cursor:
         cursor.execute("BEGIN")
         try:
             cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            cursor.execute(f"PREPARE stale_claim({', '.join(['int'] * len(params))}) AS "
-                           + numbered)
+            cursor.execute(f"PREPARE stale_claim AS {numbered}")
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE stale_claim("
-                           + ", ".join(str(p) for p in params) + ")")
+                           + ", ".join(["%s"] * len(params)) + ")", params)
             (plan,) = cursor.fetchone()
         finally:
             cursor.execute("ROLLBACK")
@@ -260,8 +259,8 @@ def test_postgresql_claim_stays_bounded_once_the_keeper_sees_stale_statistics(
     assert dialect.name.closed_index not in indexes_used(stale)
 
     store = OutboxStore()
-    claimed = store.claim(CLAIM, lease_timeout=60)
-    store.release(claimed)
+    claimed = store.claim(CLAIM)
+    store.hand_back(claimed[0].batch)
     kept = StatisticsKeeper(store)
     assert kept.believed_open_rows() == 0  # analysed with no open row
     assert kept.maybe_refresh(claimed=len(claimed), claim_seconds=0.05)
@@ -326,12 +325,12 @@ def test_postgresql_a_plan_made_on_an_empty_outbox_is_not_kept_for_a_backlog(
         cursor.execute(f"VACUUM {table}")  # empty: truncated to no page
     store = OutboxStore()
     kept = StatisticsKeeper(store)
-    assert store.take(store.request(CLAIM, 60)) == []  # the relay's prepared claim, planned now
+    assert store.take(store.request(CLAIM)) == []  # the relay's prepared claim, planned now
     if forgotten:
         assert not kept.maybe_refresh(claimed=0, claim_seconds=0.001)
     fill("pending", PENDING, "p")
     before = sequential_scans()
-    claimed = store.take(store.request(CLAIM, 60))
+    claimed = store.take(store.request(CLAIM))
     assert len(claimed) == CLAIM
     scans = sequential_scans() - before
     print(f"sequential scans of the outbox by the claim: {scans}")
@@ -380,9 +379,9 @@ def test_mariadb_claim_reads_about_what_it_hands_out_under_done_only_statistics(
     store = OutboxStore()
     dialect = store.dialect
     claim = dialect.claim
-    values = claim.slots(ClaimRequest(CLAIM, 60))
+    values = claim.slots(ClaimRequest(CLAIM))
     for sql, slots in (claim.oldest_heads_sql(),  # type: ignore[attr-defined]
-                       *claim.overdue_heads_sql(True)):  # type: ignore[attr-defined]
+                       claim.overdue_heads_sql()):  # type: ignore[attr-defined]
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN {sql}", bind(slots, **values))
             columns = [c[0].lower() for c in cursor.description]
@@ -391,11 +390,12 @@ def test_mariadb_claim_reads_about_what_it_hands_out_under_done_only_statistics(
         assert dialect.name.retention_index not in keys, plan
         assert plan[0]["key"] == dialect.name.claim_index, plan
     before = handler_reads()
-    claimed = store.claim(CLAIM, lease_timeout=60)
+    claimed = store.claim(CLAIM)
     read = handler_reads() - before
     assert len(claimed) == CLAIM
     print(f"handler reads of a claim of {CLAIM}, {statistics} statistics: {read:,}")
-    # 100 heads, each found, probed three times (once per open status) and probed again
-    # in a statement of its own: about 30 reads each, the same with fresh statistics;
-    # the 10,000 done rows cost nothing.
-    assert read < 40 * CLAIM, read
+    # 100 heads, each found and probed three times (once per open status), in windows
+    # read four times as wide to pass over the aggregates in flight (claim.py,
+    # IN_FLIGHT_READS): about 50 reads each (measured 5,004 and 5,015), the same with
+    # fresh statistics; the 10,000 done rows cost nothing.
+    assert read < 60 * CLAIM, read

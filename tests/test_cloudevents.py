@@ -246,7 +246,7 @@ def test_a_published_event_claimed_and_sent_reads_back_with_its_row_facts(
                                    aggregate_type="order", aggregate_id="A-1",
                                    schema_version="3")
     row = OutboxEvent.objects.get()
-    [claimed] = OutboxStore().claim(1, lease_timeout=60)
+    [claimed] = OutboxStore().claim(1)
     with cloudevents("cloudevents-binary"):
         publisher = KombuPublisher(url=AMQP_URL, exchange=name)
     try:

@@ -13,6 +13,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
+from eventferry_django.ddl import TableKind, released
 from eventferry_django.naming import TableName
 from eventferry_django.store import dialect_for
 from eventferry_django.store.bucket_leases import BucketLeaseSql
@@ -178,17 +179,14 @@ class RecordingCursor:
 def settlement_calls(dialect: Any) -> dict[str, Any]:
     """The statements after a claim, with sample arguments: every vendor's golden file
     renders these the same way."""
-    lease = "2026-11-21 12:00:00.123"
     leases = BucketLeaseSql(dialect.ops)
     journal = InFlightSql(dialect.ops)
     return {
-        "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3], lease),
+        "ack": lambda c: dialect.settlement.ack(c, [1, 2, 3]),
         "fail": lambda c: dialect.settlement.fail(
-            c, [(4, 1500, "nack"), (10, 3000, "unroutable")], lease),
+            c, [(4, 0, 1500, "nack"), (10, 2, 3000, "unroutable")]),
         "bury": lambda c: dialect.settlement.bury(
-            c, [(5, "poison", True), (11, "too large", False)], lease),
-        "release": lambda c: dialect.settlement.release(c, [6, 7], lease),
-        "renew": lambda c: dialect.settlement.renew(c, [8, 9], lease, 60_000),
+            c, [(5, 4, "poison", True), (11, 0, "too large", False)]),
         "purge": lambda c: dialect.purge.purge_batch(c, [2, 4], "2026-11-14 00:00:00", 1000),
         "insert": lambda c: c.execute(dialect.inserts.insert_sql(2), []),
         "unbucketed": lambda c: c.execute(*dialect.bucket_fill.unbucketed_sql()),
@@ -254,7 +252,7 @@ def test_tsql_dml_matches_golden() -> None:
     assert_golden("microsoft_dml.sql", golden_text(tsql_operations(dialect)))
 
 
-@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "release", "renew", "purge",
+@pytest.mark.parametrize("operation", ["ack", "fail", "bury", "purge",
                                        "insert", "unbucketed", "fill_bucket",
                                        "stored_message_ids"])
 def test_every_tsql_dml_statement_parses(operation: str) -> None:
@@ -285,10 +283,10 @@ def test_the_outbox_indexes_are_the_claims_the_retention_and_the_buckets(
 def test_tsql_ack_is_one_statement_with_one_parameter_for_all_ids() -> None:
     dialect = MicrosoftDialect(TableName("outbox"))
     cursor = RecordingCursor()
-    dialect.settlement.ack(cursor, list(range(1, 5001)), "lease")
+    dialect.settlement.ack(cursor, list(range(1, 5001)))
     [(sql, params)] = cursor.statements
     assert "OPENJSON(%s) WITH ([id] BIGINT '$')" in sql
-    assert len(params) == 2  # the JSON array of 5,000 ids and the lease
+    assert len(params) == 1  # the JSON array of 5,000 ids
 
 
 # -- the inbox: the same machinery, another table ------------------------------------------
@@ -500,3 +498,52 @@ def test_sqlite_does_not_share_the_aggregates_out() -> None:
     """One writer: its relays take turns, and its outbox indexes no bucket."""
     dialect = dialect_for("sqlite", TableName("outbox"))
     assert not dialect.features.shares_aggregates and not dialect.schema.indexes_buckets
+
+
+# -- release 0.2.0: the one-write relay's tables, and the outbox refusing claims -----------
+
+RELEASE_0_2_0_TABLES = {"buckets": "outbox_buckets", "in_flight": "outbox_in_flight",
+                        "outbox": "outbox"}
+
+
+@pytest.mark.parametrize("schema", [None, "messaging"])
+@pytest.mark.parametrize("kind", sorted(RELEASE_0_2_0_TABLES))
+def test_every_tsql_statement_of_release_0_2_0_parses(kind: TableKind,
+                                                      schema: str | None) -> None:
+    """What migration 0003 runs on SQL Server, both ways: each statement one tree sqlglot
+    reads whole, naming only its own table (and the catalog its guard reads)."""
+    for forwards in (True, False):
+        statements = released("0.2.0", kind, "microsoft", schema=schema, table="outbox",
+                              forwards=forwards)
+        assert statements
+        for statement in statements:
+            tree = _parse_one(statement)
+            # sqlglot reads the constraint DROP CONSTRAINT names as a table, unqualified.
+            tables = {(t.db, t.name) for t in tree.find_all(exp.Table)
+                      if t.db not in ("", "sys")}
+            assert tables == {(schema or "dbo", RELEASE_0_2_0_TABLES[kind])}, statement
+
+
+def test_tsql_release_0_2_0_seeds_the_buckets_and_refuses_claims_under_a_guard() -> None:
+    create, seed = released("0.2.0", "buckets", "microsoft", table="outbox")
+    assert isinstance(_parse_one(create), exp.IfBlock)
+    insert = _parse_one(seed)
+    assert isinstance(insert, exp.Insert) and insert.find(exp.Exists) is not None
+    assert "< 256 AND NOT EXISTS" in seed  # the count written in: sent with no parameters
+
+    hand_back, refuse = released("0.2.0", "outbox", "microsoft", table="outbox")
+    update = _parse_one(hand_back)
+    assert isinstance(update, exp.Update)
+    assert update.sql("tsql") == ("UPDATE [dbo].[outbox] SET [status] = 0, [claimed_at] = NULL, "
+                                  "[next_retry_at] = NULL WHERE [status] = 1")
+    block = _parse_one(refuse)
+    assert isinstance(block, exp.IfBlock)
+    guard = block.this.sql("tsql")
+    assert "sys.check_constraints WHERE name = N'CK_outbox_claimed_needs_0_2'" in guard
+    assert "parent_object_id = OBJECT_ID(N'[dbo].[outbox]', N'U')" in guard
+    assert ("ALTER TABLE [dbo].[outbox] ADD CONSTRAINT [CK_outbox_claimed_needs_0_2] "
+            "CHECK ([status] <> 1)") in refuse
+    [drop] = released("0.2.0", "outbox", "microsoft", table="outbox", forwards=False)
+    assert isinstance(_parse_one(drop), exp.Alter)
+    assert drop == ("ALTER TABLE [dbo].[outbox] "
+                    "DROP CONSTRAINT IF EXISTS [CK_outbox_claimed_needs_0_2]")

@@ -130,11 +130,10 @@ def test_freeze_and_exact_purge_on_the_real_database() -> None:
     rows = []
     for n, (status, processed) in enumerate([(Status.DONE, old)] * 6 + [(Status.DEAD, old)] * 2
                                             + [(Status.PENDING, None), (Status.FAILED, None),
-                                               (Status.CLAIMED, None), (Status.DONE, now)]):
+                                               (Status.PENDING, None), (Status.DONE, now)]):
         rows.append(OutboxEvent(message_id=f"m{n}", topic="a" if n % 2 else "b",
                                 aggregate_type="t", aggregate_id=str(n), payload="{}",
-                                status=status, processed_at=processed, created_at=old,
-                                claimed_at=now if status == Status.CLAIMED else None))
+                                status=status, processed_at=processed, created_at=old))
     insert(rows)
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
 

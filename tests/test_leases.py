@@ -1,9 +1,10 @@
-"""Slowness is not a crash: a live relay renews the leases of the rows it holds, so only
-a relay that stopped loses them (and only then is an attempt spent on them).
+"""Slowness is not a crash: a live relay renews its bucket leases on a thread of its own,
+so only a relay that stopped loses its buckets (and only then is an attempt spent on the
+rows it had in flight).
 
-The relay tests run relays as real processes with ``MAX_ATTEMPTS`` 1: any lease taken
-back from a live relay would cost an attempt and bury its event, so "nothing dead" is a
-sharp test of the promise.
+The tests run relays as real processes with ``MAX_ATTEMPTS`` 1: any batch taken over from
+a live relay would cost its rows an attempt and bury them, so "nothing dead" is a sharp
+test of the promise.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
-from eventferry_django.relay.leases import RENEWALS_PER_LEASE, LeaseKeeper
+from eventferry_django.store.in_flight_journal import InFlightJournal
 from eventferry_django.store.outbox import OutboxStore
 
 from .engine_gaps import babelfish_gap
@@ -84,80 +85,6 @@ def row_locker(second_connection: BaseDatabaseWrapper) -> Iterator[Any]:
         second_connection.set_autocommit(True)
 
 
-# -- the store ---------------------------------------------------------------------------
-def test_a_renewed_lease_is_not_taken_back_and_its_token_still_settles() -> None:
-    publish(2, aggregates=2)
-    store = OutboxStore()
-    held = store.claim(10, lease_timeout=0.3)
-    assert store.renew(held, lease_timeout=2) == 2
-    time.sleep(0.5)  # past the claim's own lease, within the renewal
-    assert store.claim(10, lease_timeout=0.3) == []
-    # Renewing moved the expiry, not the lease token: the holder settles as before.
-    assert store.ack(held) == 2
-    assert outcomes() == {(Status.DONE, 0): 2}
-
-
-def test_a_lease_no_longer_renewed_runs_out_costs_an_attempt_and_fences_its_holder() -> None:
-    publish(1)
-    store = OutboxStore()
-    stale = store.claim(1, lease_timeout=0.2)
-    assert store.renew(stale, lease_timeout=0.5) == 1
-    time.sleep(0.7)
-    [fresh] = store.claim(1, lease_timeout=0.2)
-    assert fresh.message.attempts == 1
-    # The relay that stopped renewing can neither renew nor settle what it lost.
-    assert store.renew(stale, lease_timeout=60) == 0
-    assert store.ack(stale) == 0
-    assert store.ack([fresh]) == 1
-
-
-def test_renewing_settled_or_released_rows_changes_nothing() -> None:
-    publish(2, aggregates=2)
-    store = OutboxStore()
-    first, second = store.claim(10, lease_timeout=60)
-    store.ack([first])
-    store.release([second])
-    assert store.renew([first, second], lease_timeout=60) == 0
-    assert sorted(OutboxEvent.objects.values_list("status", flat=True)) == [
-        Status.PENDING, Status.DONE]
-    # A released row is pending with no retry time: claimable at once.
-    assert [e.id for e in store.claim(10, lease_timeout=60)] == [second.id]
-
-
-@babelfish_gap("locking-hints-ignored", "the competitor's UPDLOCK takes no lock there, so there is no locked row for READPAST to skip")
-def test_a_renewal_skips_a_locked_row_instead_of_waiting_for_it(row_locker: Any) -> None:
-    publish(3, aggregates=3)
-    store = OutboxStore()
-    held = store.claim(10, lease_timeout=60)
-    assert row_locker.lock(held[1].id) == Status.CLAIMED
-    started = time.monotonic()
-    assert store.renew(held, lease_timeout=60) == 2
-    assert time.monotonic() - started < 5  # it did not sit out a lock wait
-
-
-# -- the keeper --------------------------------------------------------------------------
-def test_the_keeper_renews_what_it_holds_until_it_lets_go() -> None:
-    publish(2, aggregates=2)
-    store = OutboxStore()
-    lease = 0.6
-    first, second = store.claim(10, lease_timeout=lease)
-    keeper = LeaseKeeper(store, lease, name="test-keeper")
-    assert keeper.interval == pytest.approx(lease / RENEWALS_PER_LEASE)
-    keeper.hold([first, second])
-    keeper.start()
-    try:
-        time.sleep(lease * 3)
-        assert store.claim(10, lease_timeout=lease) == []  # both renewed all along
-        keeper.let_go([second])
-        time.sleep(lease * 2)
-        [taken] = store.claim(10, lease_timeout=lease)
-        assert taken.id == second.id and taken.message.attempts == 1
-        assert keeper.held == 1 and keeper.renewed >= 4
-    finally:
-        keeper.stop(5)
-    assert store.ack([first]) == 1
-
-
 # -- relays as processes -----------------------------------------------------------------
 def relay_settings(path: Path, *, claim_timeout: float, delay: float) -> dict[str, Any]:
     return {
@@ -181,9 +108,9 @@ def settled() -> bool:
 @pytest.mark.slow
 @babelfish_gap("slow-start-up", "a relay process's first claim compiles for seconds there, past the test's waits")
 def test_a_publisher_slower_than_the_lease_turns_nothing_dead(tmp_path: Path) -> None:
-    # Every publisher call takes 1.5 lease timeouts. Before leases were renewed, another
-    # relay took each batch back and buried it; so did the same relay, whose second batch
-    # in flight waited out its lease behind the first. SQLite runs one relay.
+    # Every publisher call takes 1.5 lease timeouts: only leases renewed apart from the
+    # relay's work keep the other relay from taking its buckets over and burying its
+    # batches. SQLite runs one relay.
     publish(60, aggregates=20)
     out = tmp_path / "published.jsonl"
     # Two-second leases: with one-second leases a loaded CI run on MariaDB once saw one
@@ -218,13 +145,12 @@ def test_a_settlement_held_up_by_a_row_lock_beyond_the_lease_turns_nothing_dead(
     held = start_relay(settings, "--batch-size", "10", "--poll-interval", "0.2", log=logs[0])
     relays = [held]
     try:
-        # Lock a row the relay has claimed: its ack (and the claim sharing its
-        # transaction) waits for it, three leases long, while a competitor claims.
-        wait_until(lambda: OutboxEvent.objects.claimed().exists(), timeout=60,
-                   what="the relay to claim")
-        row = OutboxEvent.objects.claimed().order_by("id").first()
-        assert row is not None
-        if row_locker.lock(row.id) != Status.CLAIMED:
+        # Lock a row the relay has in flight: its ack (and the claim sharing its
+        # transaction) waits for it, three leases long, while a competitor joins.
+        journal = InFlightJournal()
+        wait_until(lambda: bool(journal.entries()), timeout=60, what="the relay to claim")
+        row_id = min(i for entry in journal.entries() for i in entry.ids)
+        if row_locker.lock(row_id) != Status.PENDING:
             pytest.skip("the relay settled the row before the test could lock it")
         relays.append(start_relay(settings, "--batch-size", "10", "--poll-interval", "0.2",
                                   log=logs[1]))
@@ -232,7 +158,7 @@ def test_a_settlement_held_up_by_a_row_lock_beyond_the_lease_turns_nothing_dead(
         wait_until(lambda: logs[1].exists() and "starting:" in logs[1].read_text(),
                    timeout=60, what="the competitor to start")
         time.sleep(lease * 3)
-        assert OutboxEvent.objects.get(id=row.id).status == Status.CLAIMED
+        assert OutboxEvent.objects.get(id=row_id).status == Status.PENDING
         row_locker.unlock()
         wait_until(settled, timeout=120, what="the outbox to settle")
     finally:

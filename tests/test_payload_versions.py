@@ -52,7 +52,7 @@ def test_a_version_given_or_the_topics_default_is_stored_and_claimed() -> None:
     assert stored_versions() == [("order.cancelled", "1"), ("order.cancelled", "1b"),
                                  ("invoice.sent", None)]
 
-    claimed = [event.message for event in OutboxStore(max_chain=10).claim(10, 60)]
+    claimed = [event.message for event in OutboxStore(max_chain=10).claim(10)]
     assert [m.schema_version for m in claimed] == ["1", "1b", None]
     # The claim also brings the row's creation time (CloudEvents' time), in UTC.
     now = dt.datetime.now(dt.UTC)

@@ -18,6 +18,7 @@ from eventferry_django.exceptions import InvalidEvent, NotInTransaction
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.signals import events_committed
 from eventferry_django.store import dialect_for
+from eventferry_django.store.outbox import OutboxStore
 
 from .engine_gaps import babelfish_gap
 from .testapp.models import Order
@@ -342,12 +343,14 @@ def test_database_rejects_malformed_json(column: str) -> None:
 @pytest.mark.django_db
 def test_queryset_names_the_states() -> None:
     publish_events([NewEvent("t", {}, "a", str(n)) for n in range(5)])
-    for event, status in zip(OutboxEvent.objects.order_by("id"), Status, strict=True):
+    # Status 1 (claimed) is 0.1.0's, refused since migration 0003.
+    states = [Status.PENDING, Status.PENDING, Status.DONE, Status.FAILED, Status.DEAD]
+    for event, status in zip(OutboxEvent.objects.order_by("id"), states, strict=True):
         event.status = status
-        event.claimed_at = event.created_at
-        event.save(update_fields=["status", "claimed_at"])
-    assert OutboxEvent.objects.pending().count() == 1
-    assert OutboxEvent.objects.claimed().count() == 1
+        event.save(update_fields=["status"])
+    [in_flight] = OutboxStore().claim(1)
+    assert OutboxEvent.objects.pending().count() == 2
+    assert list(OutboxEvent.objects.in_flight().values_list("id", flat=True)) == [in_flight.id]
     assert OutboxEvent.objects.done().count() == 1
     assert OutboxEvent.objects.failed().count() == 1
     assert OutboxEvent.objects.dead().count() == 1

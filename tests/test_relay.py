@@ -29,7 +29,6 @@ from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.relay.membership import JOIN_GRACE
 from eventferry_django.relay.planner import ClaimPlanner
 from eventferry_django.store import dialect_for
-from eventferry_django.store.claim import ALL_BUCKETS
 
 from .engine_gaps import babelfish_gap
 
@@ -92,21 +91,17 @@ def test_delivers_everything_in_order_per_aggregate() -> None:
     assert set(OutboxEvent.objects.values_list("status", flat=True)) == {Status.DONE}
 
 
-@pytest.mark.parametrize(("in_flight", "batches"), [
-    (2, [{"o0", "o1"}, {"o2", "o3"}] * 3),
-    (1, [{"o0", "o1", "o2", "o3"}] * 3),
-])
-def test_a_claim_goes_out_as_the_batches_in_flight_each_keeping_its_aggregates(
-    in_flight: int, batches: list[set[str]],
-) -> None:
+def test_the_batches_in_flight_each_keep_their_aggregates() -> None:
     with transaction.atomic():
         publish_events([NewEvent("t", {"n": n}, "order", f"o{n % 4}") for n in range(12)])
     aggregate_of = dict(OutboxEvent.objects.values_list("message_id", "aggregate_id"))
     publisher = ScriptedPublisher()
-    stats = relay(publisher, batch_size=10, batches_in_flight=in_flight).run()
+    stats = relay(publisher, batch_size=2, batches_in_flight=2).run()
     assert stats.published == 12
-    # Each settlement claims the successors of its own batch's aggregates.
-    assert [{aggregate_of[m] for m in call} for call in publisher.calls] == batches
+    # Each claim passes over the aggregates of the other batch in flight; a settlement
+    # claims in the same transaction, its own batch's aggregates free again.
+    assert [{aggregate_of[m] for m in call} for call in publisher.calls] == [
+        {"o0", "o1"}, {"o2", "o3"}] * 3
 
 
 def test_refused_message_is_retried_then_dead_after_max_attempts() -> None:
@@ -136,10 +131,9 @@ def test_broker_outage_spends_no_attempts_and_delivery_resumes() -> None:
         publish_events([NewEvent("t", {}, "a", str(n)) for n in range(3)])
     publisher = ScriptedPublisher(outages=3)
     stats = relay(publisher).run()
-    # The claim of 3 goes out as two batches (2 + 1): both refused, one back-off; then
-    # the 2 refused again and the 1 delivered; then the 2 delivered.
-    assert [len(call) for call in publisher.calls] == [2, 1, 2, 1, 1, 1]
-    assert (stats.errors, stats.released, stats.published) == (2, 5, 3)
+    # One batch of 3, refused three times (a back-off each), then delivered.
+    assert [len(call) for call in publisher.calls] == [3, 3, 3, 3]
+    assert (stats.errors, stats.released, stats.published) == (3, 9, 3)
     assert list(OutboxEvent.objects.values_list("status", "attempts").distinct()) == [
         (Status.DONE, 0)]
     assert publisher.closed
@@ -253,7 +247,7 @@ def test_stop_finishes_the_batch_in_hand() -> None:
 
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "a", str(n)) for n in range(20)])
-    r = relay(Slow(), batch_size=5, until_empty=False)
+    r = relay(Slow(), batch_size=5, batches_in_flight=1, until_empty=False)
     stats = r.run()
     assert stats.published == 5
     assert OutboxEvent.objects.done().count() == 5
@@ -291,65 +285,20 @@ def test_a_signal_landing_while_the_relay_holds_its_wakers_lock_still_stops_it(
     assert "SIGTERM: finishing the batches in flight, then stopping" in caplog.text
 
 
-def test_a_relay_with_a_share_helps_when_its_buckets_run_dry_while_help_finds_rows() -> None:
-    planner = ClaimPlanner(batch_size=500, max_chain=100, lease_timeout=60)
-    own = (1, 2, 3)
-
-    def claim(found: int, buckets: tuple[int, ...] | None = own) -> tuple[int, ...] | None:
-        request = planner.next_claim(buckets=buckets)
-        assert request is not None and request.rows == 500
-        planner.found(request, found)
-        return request.buckets
-
-    assert claim(0) == own
-    assert claim(0) == own  # idle from the start: no help (a burst finds it at home)
-    assert claim(500) == own
-    assert claim(0) == own  # its own buckets ran dry ...
-    assert claim(30) == ALL_BUCKETS  # ... so it helps, bucket by bucket, and finds some
-    assert claim(0) == own
-    assert claim(0) == ALL_BUCKETS  # still worth it: help again ...
-    assert claim(0) == own
-    assert claim(0) == own  # ... until a help finds nothing: no more help
-    assert claim(0) == own
-    assert claim(10) == own  # rows of its own again
-    assert claim(0) == own
-    assert claim(0) == ALL_BUCKETS
-    # A relay alone reads every bucket oldest first, and has no one to help.
-    assert claim(500, buckets=None) is None
-    assert claim(0, buckets=None) is None
-    assert claim(0, buckets=None) is None
-
-
-def test_a_relay_looks_for_expired_leases_every_tenth_of_the_lease() -> None:
-    now = [1000.0]
-    planner = ClaimPlanner(batch_size=500, max_chain=1, lease_timeout=60,
-                           clock=lambda: now[0])
-
-    def claim(found: int) -> bool:
-        request = planner.next_claim()
-        assert request is not None
-        planner.found(request, found)
-        return request.expired_leases
-
-    assert claim(100)  # the first claim looks
-    now[0] += 1
-    assert not claim(100)  # the next ones find due retries only ...
-    now[0] += 5
-    assert claim(100)  # ... until six seconds (a tenth of the lease) have passed
-    now[0] += 5.9
-    assert not claim(0)
-    assert not claim(0)  # an idle claim too looks only when that time has come
-    now[0] += 0.1
-    assert claim(0)
-
-
 def test_the_planner_asks_for_no_more_than_max_events_leaves() -> None:
-    planner = ClaimPlanner(batch_size=100, max_chain=10, lease_timeout=30, max_events=250)
-    request = planner.next_claim(claimed=200, in_flight=20)
+    planner = ClaimPlanner(batch_size=100, max_chain=10, max_events=250)
+    request = planner.next_claim((1, 2), claimed=200, in_flight=20)
     assert request is not None
-    assert (request.rows, request.most_heads, request.max_chain, request.lease_timeout) == (
-        30, 30, 10, 30)
-    assert planner.next_claim(claimed=230, in_flight=20) is None
+    assert (request.rows, request.most_heads, request.max_chain, request.buckets) == (
+        30, 30, 10, (1, 2))
+    assert planner.next_claim(None, claimed=230, in_flight=20) is None
+
+
+def test_a_relay_holding_no_bucket_asks_for_nothing() -> None:
+    planner = ClaimPlanner(batch_size=100, max_chain=10)
+    assert planner.next_claim(()) is None
+    request = planner.next_claim(None)  # every bucket held: oldest first
+    assert request is not None and request.buckets is None
 
 
 @pytest.mark.serial("interrupts the relay half a second after its first claim, when its first batch must be out")
@@ -375,7 +324,7 @@ def test_interrupted_it_hands_back_what_is_in_flight_and_sends_nothing_more() ->
     signal.setitimer(signal.ITIMER_REAL, JOIN_GRACE + 0.5)
     try:
         with pytest.raises(KeyboardInterrupt):
-            relay(publisher, until_empty=False).run()
+            relay(publisher, until_empty=False, batch_size=2).run()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

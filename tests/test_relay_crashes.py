@@ -14,6 +14,7 @@ from django.db import connection, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
+from eventferry_django.store.outbox import OutboxStore
 
 from .engine_gaps import babelfish_gap
 from .relay_process import start_relay, wait_until
@@ -48,7 +49,7 @@ def test_killed_relays_rows_come_back_after_the_lease(tmp_path: Path) -> None:
                          "--batch-size", "10", "--batches-in-flight", "1",
                          log=tmp_path / "victim.log")
     wait_until(lambda: len(published(out)) == 10, what="the victim to publish its batch")
-    assert OutboxEvent.objects.claimed().count() == 10  # published but never acked
+    assert OutboxEvent.objects.in_flight().count() == 10  # published but never acked
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
     # --until-empty does not wait for leases: start once the victim's has run out.
@@ -83,7 +84,7 @@ def test_an_event_that_kills_every_relay_ends_dead(tmp_path: Path) -> None:
     assert exits == [-signal.SIGKILL] * 3 + [0]
     killer = OutboxEvent.objects.get(topic="killer")
     assert (killer.status, killer.attempts) == (Status.DEAD, 3)
-    assert "lease expired" in (killer.last_error or "")
+    assert "taken over" in (killer.last_error or "")
     assert OutboxEvent.objects.get(topic="t").status == Status.DONE
     assert [p["aggregate_id"] for p in published(out)] == ["1"]
 
@@ -111,7 +112,7 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
         slow.send_signal(signal.SIGCONT)
     assert slow.wait(30) == 0
     log = (tmp_path / "slow.log").read_text()
-    assert "taken back by another relay" in log
+    assert "taken over by another relay" in log
     row.refresh_from_db()
     assert row.processed_at == done_at  # the late ack changed nothing
     assert len(published(out)) == 2  # at-least-once: both relays published it
@@ -158,15 +159,20 @@ def test_relay_recovers_when_its_database_connection_is_killed(tmp_path: Path) -
 
 
 def _backends_waiting_in_a_claim() -> list[int]:
-    """The sessions on the test database whose claim waits for a table lock."""
+    """The sessions on the test database whose claim waits for a table lock to record
+    its batch in the journal of batches in flight."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' "
             "AND query LIKE %s",
-            ["%FOR UPDATE OF c SKIP LOCKED%"],
+            [f"INSERT INTO {journal_table()}%"],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def journal_table() -> str:
+    return OutboxStore().dialect.name.in_flight.quoted(connection.vendor)
 
 
 def _backend_alive(pid: int) -> bool:
@@ -184,12 +190,14 @@ def test_a_killed_relays_claim_does_not_keep_running_on_the_server(tmp_path: Pat
     # ends. Here the claim waits for a lock the test holds, which without a connection
     # check it would do for as long as the test cared to hold it.
     log = tmp_path / "relay.log"
+    with transaction.atomic():
+        publish_events([NewEvent("t", {}, "a", "1")])  # a claim that finds a batch
     locker = connection.get_new_connection(connection.get_connection_params())
     relay = None
     try:
-        # SHARE conflicts with the claim's UPDATE and lets the relay's reads through.
-        locker.execute(f"LOCK TABLE {connection.ops.quote_name(OutboxEvent._meta.db_table)} "
-                       "IN SHARE MODE")
+        # SHARE conflicts with the claim's INSERT of its batch into the journal and lets
+        # the relay's reads through.
+        locker.execute(f"LOCK TABLE {journal_table()} IN SHARE MODE")
         relay = start_relay(settings_for(tmp_path / "published.jsonl"),
                             "--poll-interval", "0.2", log=log)
         wait_until(_backends_waiting_in_a_claim, timeout=60,
@@ -215,8 +223,8 @@ def test_a_second_sigterm_exits_at_once_and_hands_back_what_is_in_flight(
     with transaction.atomic():
         publish_events([NewEvent("stall" if n == 0 else "t", {"n": n}, "a", str(n))
                         for n in range(4)])
-    # The claim of 4 goes out as two batches; the publisher hangs on the first.
-    relay = start_relay(settings_for(out, stall_topic="stall"), "--batch-size", "4",
+    # Two batches of 2 go out; the publisher hangs on the first.
+    relay = start_relay(settings_for(out, stall_topic="stall"), "--batch-size", "2",
                         log=log)
     try:
         wait_until(lambda: len(published(out)) == 2, what="the first batch to go out")

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from django.db import connections, transaction
 from django.test import override_settings
-from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_event, publish_events
 from eventferry_django.conf import get_settings
@@ -22,7 +21,7 @@ from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.publishers.base import OutboundMessage, Publisher, PublishResult
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.status import outbox_status
-from eventferry_django.store.outbox import OutboxStore
+from eventferry_django.store.outbox import OutboxStore, Settlement
 
 from .engine_gaps import babelfish_gap
 
@@ -183,8 +182,9 @@ def test_the_claim_takes_a_scheduled_event_once_the_database_clock_passes_its_ti
     store = OutboxStore(max_chain=10)
 
     def claim() -> list[str]:
-        claimed = store.claim(10, lease_timeout=60)
-        store.ack(claimed)
+        claimed = store.claim(10)
+        if claimed:
+            store.settle(Settlement(claimed[0].batch, delivered=claimed))
         return [event.message.message_id for event in claimed]
 
     assert claim() == [immediate]
@@ -294,24 +294,9 @@ def test_the_oldest_claimable_age_leaves_out_what_cannot_be_claimed_now() -> Non
         next_retry_at=now() - dt.timedelta(minutes=20))
     assert age() == pytest.approx(1200, abs=30)
 
-    # A lease that ran out half an hour ago (its relay died).
-    lease = dt.timedelta(seconds=get_settings().claim_timeout)
-    held = publish("t", aggregate_id="o5")
-    OutboxEvent.objects.filter(message_id=held).update(
-        status=Status.CLAIMED, created_at=long_ago,
-        claimed_at=now() - lease - dt.timedelta(minutes=30))
-    assert age() == pytest.approx(1800, abs=30)
-
     # A fresh row written an hour ago.
     fresh = publish("t", aggregate_id="o6")
     OutboxEvent.objects.filter(message_id=fresh).update(created_at=now() - HOUR)
     assert age() == pytest.approx(3600, abs=30)
     assert outbox_status().as_dict()["oldest_claimable_age_seconds"] == pytest.approx(
         3600, abs=30)
-
-
-def test_a_lease_still_running_is_not_claimable() -> None:
-    held = publish("t")
-    OutboxEvent.objects.filter(message_id=held).update(
-        status=Status.CLAIMED, claimed_at=timezone.now(), created_at=now() - HOUR)
-    assert age() == 0.0

@@ -25,7 +25,6 @@ pytestmark = [
 
 SCHEDULED = 20_000
 FRESH = 20
-LEASE_MS = 60_000
 
 
 @pytest.fixture
@@ -99,7 +98,7 @@ def _pg_rows(node: Any) -> int:
 
 def test_the_claim_reads_none_of_the_rows_scheduled_ahead(scheduled_outbox: None) -> None:
     dialect = OutboxStore().dialect
-    slots = dialect.claim.slots(ClaimRequest(10, LEASE_MS / 1000))
+    slots = dialect.claim.slots(ClaimRequest(10))
     if connection.vendor == "postgresql":
         sql, params = dialect.claim.claim_sql()  # type: ignore[attr-defined]
         read = rows_read(sql, bind(params, **slots))
@@ -107,15 +106,15 @@ def test_the_claim_reads_none_of_the_rows_scheduled_ahead(scheduled_outbox: None
         claim = dialect.claim
         read = sum(rows_read(sql, bind(params, **slots))
                    for sql, params in (claim.oldest_heads_sql(),  # type: ignore[attr-defined]
-                                       *claim.overdue_heads_sql(True)))  # type: ignore[attr-defined]
+                                       claim.overdue_heads_sql()))  # type: ignore[attr-defined]
     assert read < 500, read
-    claimed = OutboxStore().claim(10, lease_timeout=LEASE_MS / 1000)
+    claimed = OutboxStore().claim(10)
     assert [event.message.message_id for event in claimed] == [f"f-{n}" for n in range(1, 11)]
 
 
 def test_the_claimable_probes_read_none_of_them_either(scheduled_outbox: None) -> None:
     dialect = OutboxStore().dialect
     for kind, (sql, params) in dialect.claimable.probes().items():
-        read = rows_read(sql, bind(params, lease_offset=dialect.ops.offset_param(-LEASE_MS)))
+        read = rows_read(sql, bind(params))
         assert read < 500, (kind, read)
     assert OutboxEvent.objects.filter(next_retry_at__isnull=False).count() == SCHEDULED

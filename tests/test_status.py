@@ -21,6 +21,7 @@ from eventferry_django.contract import STATUS_NAMES
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.status import outbox_status
 from eventferry_django.store.claimable import PROBE_COLUMNS
+from eventferry_django.store.in_flight_journal import InFlightJournal
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +46,11 @@ def add(topic: str, aggregate: str, **fields: object) -> OutboxEvent:
     return OutboxEvent.objects.get(message_id=message_id)
 
 
-def claimed(**fields: object) -> dict[str, object]:
-    return {"status": Status.CLAIMED, "claimed_at": timezone.now(), **fields}
+def in_flight(row: OutboxEvent) -> OutboxEvent:
+    """``row`` put in a relay's batch in flight, as a claim does: its status stays."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        InFlightJournal().record(cursor, "b:status-test", row.id, [row.id])
+    return row
 
 
 def done(at: dt.datetime, **fields: object) -> dict[str, object]:
@@ -75,7 +79,7 @@ def test_counts_open_and_dead_rows_by_status_and_topic_but_never_done_ones() -> 
     now = timezone.now()
     oldest = add("orders", "1", created_at=now - 2 * HOUR)
     add("orders", "2")
-    add("orders", "3", **claimed())
+    in_flight(add("orders", "3"))
     add("payments", "4", status=Status.FAILED, attempts=1, next_retry_at=now + HOUR)
     add("payments", "5", status=Status.DEAD, processed_at=now, attempts=5)
     add("payments", "6", status=Status.DEAD, processed_at=now, attempts=5)
@@ -113,8 +117,8 @@ def test_oldest_pending_is_the_earliest_enqueued_row_without_a_retry_time() -> N
     delayed = OutboxEvent.objects.get(aggregate_id="1")
     assert outbox_status().oldest_pending_created_at == delayed.created_at
 
-    # Claimed and failed rows are not pending.
-    OutboxEvent.objects.filter(pk=delayed.pk).update(**claimed())
+    # Failed rows are not pending.
+    OutboxEvent.objects.filter(pk=delayed.pk).update(status=Status.FAILED, attempts=1)
     assert outbox_status().oldest_pending_created_at is None
 
 
@@ -166,7 +170,7 @@ def test_json_output_of_an_empty_outbox() -> None:
 def test_table_output() -> None:
     now = timezone.now()
     add("orders", "1", created_at=now - 2 * HOUR - dt.timedelta(minutes=3))
-    add("order.shipped.with.a.long.name", "2", **claimed())
+    in_flight(add("order.shipped.with.a.long.name", "2"))
     add("orders", "3", status=Status.DEAD, processed_at=now, attempts=5)
     add("orders", "4", **done(now - dt.timedelta(seconds=42)))
 
@@ -216,7 +220,7 @@ def fill_with_history() -> None:
     for n in range(30):
         add(f"t{n % 3}", f"open-{n}")
     add("t1", "failed", status=Status.FAILED, attempts=1, next_retry_at=timezone.now())
-    add("t1", "claimed", **claimed())
+    in_flight(add("t1", "claimed"))
     add("t2", "dead", status=Status.DEAD, processed_at=timezone.now(), attempts=5)
     with connection.cursor() as cursor:
         table = connection.ops.quote_name(OutboxEvent._meta.db_table)
@@ -251,6 +255,12 @@ def plans_by_query() -> dict[str, str]:
     plans: dict[str, str] = {}
     probes = iter(PROBE_COLUMNS)
     for sql in status_queries():
+        if (not sql.lstrip().upper().startswith("SELECT") or "_in_flight" in sql
+                or "set_config(" in sql or re.search(r"id\W* IN \(", sql)):
+            # The batches in flight (a few rows per relay, read in a transaction of their
+            # own) and their rows, counted by primary key: no range of the outbox that
+            # done rows could lengthen.
+            continue
         if " AS c WHERE " in sql:
             what = f"claimable {next(probes)}"
         elif "GROUP BY" in sql:

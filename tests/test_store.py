@@ -1,22 +1,24 @@
-"""The store's contract operations on a real database: claim, ack, fail, dead, release,
-purge, with head-of-aggregate ordering, lease take-back and fencing."""
+"""The store's contract operations on a real database: claim, ack, fail, dead, hand-back,
+purge, with head-of-aggregate ordering, the journal of batches in flight and its fence."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
+import itertools
 import json
-import time
+import re
 
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
 from eventferry_django import NewEvent, publish_events
+from eventferry_django.contract import bucket_of
 from eventferry_django.exceptions import EventferryError
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.store import settlement_sql
-from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore
+from eventferry_django.store.bucket_leases import BucketLeases
+from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore, Settlement
 from eventferry_django.store.sql import bind
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,147 +36,163 @@ def statuses() -> list[tuple[str, int, int]]:
 def test_claim_takes_only_the_head_of_each_aggregate() -> None:
     publish("a", "a", "b", "c", "b")
     store = OutboxStore()
-    claimed = store.claim(10, lease_timeout=60)
+    claimed = store.claim(10)
     assert [(e.message.aggregate_id, json.loads(e.message.payload)) for e in claimed] == [
         ("a", {"n": 0}), ("b", {"n": 2}), ("c", {"n": 3}),
     ]
-    # Nothing else is claimable until the heads are settled.
-    assert store.claim(10, lease_timeout=60) == []
-    assert store.ack(claimed) == 3
-    second = store.claim(10, lease_timeout=60)
+    # The claim wrote nothing to the rows: the next passes over the aggregates in flight.
+    assert store.take(store.request(10), in_flight=["a", "b", "c"]) == []
+    assert store.settle(Settlement(claimed[0].batch, delivered=claimed)) == (3, [])
+    second = store.claim(10)
     assert [(e.message.aggregate_id, json.loads(e.message.payload)) for e in second] == [
         ("a", {"n": 1}), ("b", {"n": 4}),
     ]
 
 
-def test_claimed_message_carries_the_row() -> None:
+def test_a_claim_writes_its_batch_to_the_journal_and_nothing_to_the_rows() -> None:
     with transaction.atomic():
         [message_id] = publish_events([NewEvent("order.paid", {"x": [1, 2]}, "order", "o-1",
                                                 headers={"h": "v"}, partition_key="p")])
-    [event] = OutboxStore().claim(5, lease_timeout=60)
+    store = OutboxStore()
+    [event] = store.claim(5)
     m = event.message
     assert (m.message_id, m.topic, m.aggregate_type, m.aggregate_id, m.partition_key) == (
         message_id, "order.paid", "order", "o-1", "p")
     assert m.headers == {"h": "v"} and m.attempts == 0
     assert json.loads(m.payload) == {"x": [1, 2]}
     row = OutboxEvent.objects.get()
-    assert row.status == Status.CLAIMED and row.claimed_at is not None
+    assert row.status == Status.PENDING and row.claimed_at is None
+    [entry] = store.journal.entries()
+    assert (entry.relay, entry.batch, entry.ids) == (store.instance, event.batch, [event.id])
+    # A claim that finds nothing writes no batch.
+    assert store.take(store.request(5), in_flight=["o-1"]) == []
+    assert len(store.journal.entries()) == 1
 
 
 def test_claim_limit_is_validated() -> None:
     with pytest.raises(EventferryError, match=r"claim limit must be 1\.\.10,000, got 0"):
-        OutboxStore().claim(0, lease_timeout=60)
+        OutboxStore().claim(0)
     with pytest.raises(EventferryError, match=r"got 10001"):
-        OutboxStore().claim(10_001, lease_timeout=60)
+        OutboxStore().claim(10_001)
 
 
-def test_ack_marks_done_with_processed_at() -> None:
+def test_ack_marks_done_with_processed_at_and_takes_the_batch_out_of_the_journal() -> None:
     publish("a", "b")
     store = OutboxStore()
-    claimed = store.claim(10, lease_timeout=60)
-    assert store.ack(claimed) == 2
+    claimed = store.claim(10)
+    assert store.settle(Settlement(claimed[0].batch, delivered=claimed)) == (2, [])
     assert all(e.status == Status.DONE and e.processed_at for e in OutboxEvent.objects.all())
-    assert store.claim(10, lease_timeout=60) == []
+    assert store.journal.entries() == []
+    assert store.claim(10) == []
+
+
+def test_a_settlement_claims_the_next_batch_in_its_transaction() -> None:
+    publish("a", "a", "b")
+    store = OutboxStore()
+    first = store.claim(10)
+    settled, second = store.settle(Settlement(first[0].batch, delivered=first),
+                                   claim=store.request(10))
+    assert settled == 2 and [e.message.aggregate_id for e in second] == ["a"]
+    assert second[0].batch != first[0].batch
+    assert [entry.ids for entry in store.journal.entries()] == [[second[0].id]]
 
 
 def test_failed_row_waits_for_its_retry_time_and_blocks_its_aggregate() -> None:
     publish("a", "a", "b")
     store = OutboxStore()
-    first = store.claim(10, lease_timeout=60)
+    first = store.claim(10)
     a_head = next(e for e in first if e.message.aggregate_id == "a")
     b = next(e for e in first if e.message.aggregate_id == "b")
-    assert store.record_failures([Failure(a_head, "broker said no", delay=3600)]) == 1
-    store.ack([b])
+    store.settle(Settlement(a_head.batch, delivered=[b],
+                            failures=[Failure(a_head, "broker said no", delay=3600)]))
     assert statuses() == [("a", Status.FAILED, 1), ("a", Status.PENDING, 0), ("b", Status.DONE, 0)]
     row = OutboxEvent.objects.get(id=a_head.id)
     assert row.last_error == "broker said no" and row.next_retry_at is not None
-    assert store.claim(10, lease_timeout=60) == []  # not due; the second "a" waits behind it
+    assert store.claim(10) == []  # not due; the second "a" waits behind it
     # The hour passes: moved back rather than slept, so a slow engine cannot make it due early.
     OutboxEvent.objects.filter(id=a_head.id).update(
         next_retry_at=timezone.now() - dt.timedelta(seconds=1))
-    [retry] = store.claim(10, lease_timeout=60)
+    [retry] = store.claim(10)
     assert retry.id == a_head.id and retry.message.attempts == 1
 
 
 def test_dead_rows_never_block_or_return() -> None:
     publish("a", "a")
     store = OutboxStore()
-    [head] = store.claim(10, lease_timeout=60)
-    store.record_failures([Failure(head, "poison", dead=True)])
+    [head] = store.claim(10)
+    store.settle(Settlement(head.batch, failures=[Failure(head, "poison", dead=True)]))
     row = OutboxEvent.objects.get(id=head.id)
     assert (row.status, row.attempts, row.last_error) == (Status.DEAD, 1, "poison")
     assert row.processed_at is not None
-    [next_one] = store.claim(10, lease_timeout=60)
+    [next_one] = store.claim(10)
     assert next_one.id != head.id
 
 
-def test_expired_lease_is_taken_back_with_an_attempt_and_the_stale_relay_is_fenced() -> None:
-    publish("a")
+def test_a_settlement_run_again_changes_nothing_twice() -> None:
+    """What a relay does after a database outage that may have lost its last commits
+    (relay/recent_settlements.py): the batch is gone from the journal, so the settlement
+    covers it whole, and each row is changed only once."""
+    publish("a", "b", "c")
     store = OutboxStore()
-    [stale] = store.claim(1, lease_timeout=0.2)
-    # Whether a lease has expired is the claimer's judgement of its age; a long timeout
-    # asks "does it still hold?" without racing a slow engine to the 0.2 s mark.
-    assert store.claim(1, lease_timeout=60) == []
-    time.sleep(0.4)
-    [fresh] = store.claim(1, lease_timeout=0.2)
-    assert fresh.id == stale.id and fresh.message.attempts == 1
-    assert fresh.lease != stale.lease
-    # The relay that lost the lease can neither ack, fail, bury nor release the row.
-    assert store.ack([stale]) == 0
-    assert store.record_failures([Failure(stale, "late", delay=1)]) == 0
-    assert store.record_failures([Failure(stale, "late", dead=True)]) == 0
-    assert store.release([stale]) == 0
-    assert OutboxEvent.objects.get().status == Status.CLAIMED
-    assert store.ack([fresh]) == 1
-    assert OutboxEvent.objects.get().status == Status.DONE
+    a, b, c = store.claim(10)
+    settlement = Settlement(a.batch, delivered=[a], failures=[
+        Failure(b, "refused", delay=3600), Failure(c, "poison", dead=True)])
+    assert store.settle(settlement)[0] == 3
+    before = statuses()
+    assert store.settle(settlement)[0] == 3
+    assert statuses() == before == [("a", Status.DONE, 0), ("b", Status.FAILED, 1),
+                                    ("c", Status.DEAD, 1)]
 
 
-def test_a_claim_may_leave_expired_leases_for_later_but_never_due_retries() -> None:
-    """What a busy relay's settlement claims ask for (see ClaimPlanner): where the
-    vendor scans for overdue heads apart, the lease scan is skipped."""
+def test_rows_taken_over_by_another_relay_are_not_settled_by_the_one_that_lost_them() -> None:
+    publish("a", "b")
+    store, taker = OutboxStore(), OutboxStore()
+    stale = store.claim(10)
+    a = next(e for e in stale if e.message.aggregate_id == "a")
+    # The taker takes a's bucket, which sweeps a's row out of the stale relay's batch,
+    # counting it an attempt.
+    BucketLeases().take(taker.instance, {bucket_of("a")}, 60, then=lambda cursor, taken:
+                        taker.journal.sweep(cursor, taker.instance, taken))
+    assert store.settle(Settlement(a.batch, delivered=stale))[0] == 1
+    assert statuses() == [("a", Status.PENDING, 1), ("b", Status.DONE, 0)]
+    assert store.journal.entries() == []
+    [fresh] = taker.claim(10, buckets=(bucket_of("a"),))
+    assert fresh.id == a.id and fresh.message.attempts == 1
+
+
+def test_a_hand_back_leaves_the_rows_pending_without_spending_an_attempt() -> None:
     publish("a", "b")
     store = OutboxStore()
-    [_held, b] = store.claim(2, lease_timeout=0.2)
-    assert store.record_failures([Failure(b, "refused")]) == 1  # b: a retry, due now
-    time.sleep(0.4)  # a's lease has expired
-    publish("c")
-    without_leases = dataclasses.replace(store.request(10, 0.2), expired_leases=False)
-    taken = {event.message.aggregate_id for event in store.take(without_leases)}
-    scans_apart = connection.vendor in ("postgresql", "mysql")
-    assert taken == ({"b", "c"} if scans_apart else {"a", "b", "c"})
-    if scans_apart:  # elsewhere a was taken above, and a slow engine may let it expire again
-        later = {event.message.aggregate_id for event in store.take(store.request(10, 0.2))}
-        assert "a" in later  # b and c may be back too, if the engine is slow
-
-
-def test_release_hands_rows_back_without_spending_an_attempt() -> None:
-    publish("a", "b")
-    store = OutboxStore()
-    claimed = store.claim(10, lease_timeout=60)
-    assert store.release(claimed) == 2
+    claimed = store.claim(10)
+    store.hand_back(claimed[0].batch)
     assert statuses() == [("a", Status.PENDING, 0), ("b", Status.PENDING, 0)]
-    assert len(store.claim(10, lease_timeout=60)) == 2
+    assert store.journal.entries() == []
+    assert len(store.claim(10)) == 2
 
 
 def test_a_batch_of_refusals_settles_each_row_with_its_own_values(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """fail and bury are set-based, one statement per ROWS_PER_STATEMENT rows (7 here,
     so 40 refusals take several): each row keeps its own error, delay and attempt count,
-    and a row another relay holds is left alone."""
+    and a row whose attempts moved since its claim (another relay took it over) is left
+    alone."""
     monkeypatch.setattr(settlement_sql, "ROWS_PER_STATEMENT", 7)
     publish(*[f"r{i}" for i in range(40)])
     store = OutboxStore()
     claimed: list[ClaimedEvent] = []
-    while taken := store.claim(40, lease_timeout=60):  # a claim may take fewer heads
-        claimed += taken
+    while taken := store.take(store.request(40), [e.message.aggregate_id for e in claimed]):
+        claimed += taken  # a claim may take fewer heads
     assert len(claimed) == 40
     failures = [
         Failure(event, f"error {i}", delay=0 if i % 2 else 3600, dead=i % 3 == 0,
                 counts_attempt=i % 4 != 0)
         for i, event in enumerate(claimed[:-1])
     ]
-    stale = dataclasses.replace(claimed[-1], lease="2000-01-01 00:00:00")
-    assert store.record_failures([*failures, Failure(stale, "not mine", dead=True)]) == 39
+    OutboxEvent.objects.filter(id=claimed[-1].id).update(attempts=5)
+    for batch in {e.batch for e in claimed}:
+        store.settle(Settlement(batch, failures=[
+            f for f in [*failures, Failure(claimed[-1], "not mine", dead=True)]
+            if f.event.batch == batch]))
     rows = {row.id: row for row in OutboxEvent.objects.all()}
     now = timezone.now()
     for i, failure in enumerate(failures):
@@ -188,14 +206,15 @@ def test_a_batch_of_refusals_settles_each_row_with_its_own_values(
             assert row.next_retry_at is not None
             waits = (row.next_retry_at - now).total_seconds()
             assert (waits > 3000) if failure.delay else (waits < 60), (i, waits)
-    assert rows[claimed[-1].id].status == Status.CLAIMED
+    last = rows[claimed[-1].id]
+    assert (last.status, last.attempts, last.last_error) == (Status.PENDING, 5, None)
 
 
 def test_long_errors_are_truncated_to_the_column() -> None:
     publish("a")
     store = OutboxStore()
-    [event] = store.claim(1, lease_timeout=60)
-    store.record_failures([Failure(event, "x" * 5000, delay=1)])
+    [event] = store.claim(1)
+    store.settle(Settlement(event.batch, failures=[Failure(event, "x" * 5000, delay=1)]))
     assert len(OutboxEvent.objects.get().last_error or "") == 4000
 
 
@@ -204,7 +223,6 @@ def _age(status: Status, processed_days_ago: float | None, count: int) -> None:
     when = timezone.now() - dt.timedelta(days=processed_days_ago) if processed_days_ago else None
     OutboxEvent.objects.filter(message_id__in=ids).update(
         status=status, processed_at=when,
-        claimed_at=timezone.now() if status == Status.CLAIMED else None,
         next_retry_at=timezone.now() if status == Status.FAILED else None,
     )
 
@@ -214,7 +232,6 @@ def test_purge_deletes_only_old_done_rows_in_batches() -> None:
     _age(Status.DONE, 1, 3)
     _age(Status.DEAD, 10, 4)
     _age(Status.PENDING, None, 2)
-    _age(Status.CLAIMED, None, 2)
     _age(Status.FAILED, None, 2)
     seen: list[int] = []
     cutoff = timezone.now() - dt.timedelta(days=7)
@@ -222,7 +239,7 @@ def test_purge_deletes_only_old_done_rows_in_batches() -> None:
     assert deleted == 25
     assert seen == [10, 20, 25]
     remaining = sorted(OutboxEvent.objects.values_list("status", flat=True))
-    assert remaining == sorted([Status.DONE] * 3 + [Status.DEAD] * 4 + [0, 0, 1, 1, 3, 3])
+    assert remaining == sorted([Status.DONE] * 3 + [Status.DEAD] * 4 + [0, 0, 3, 3])
 
 
 def test_purge_dead_only_when_asked_and_soft_cap() -> None:
@@ -245,9 +262,10 @@ def test_purge_refuses_open_statuses() -> None:
 def test_relay_statements_run_prepared_with_a_generic_plan_and_leave_the_app_alone() -> None:
     publish(*[f"a{n % 3}" for n in range(12)])
     store = OutboxStore()
-    claimed = store.claim(3, 60)
+    claimed = store.claim(3)
     for _ in range(3):
-        _, claimed = store.settle(claimed, [], claim=store.request(3, 60))
+        _, claimed = store.settle(Settlement(claimed[0].batch, delivered=claimed),
+                                  claim=store.request(3))
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans, custom_plans "
                        "FROM pg_prepared_statements")
@@ -271,13 +289,16 @@ def test_a_hot_aggregates_head_probe_stays_a_seek_in_the_generic_plan() -> None:
     # aggregate was a hash anti-join comparing every candidate with every open row (32 s
     # per claim at 20,000 rows): the 1-aggregate drain never finished.
     publish(*["hot"] * 3000)
-    sql, _ = OutboxStore().dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
-    sql = sql.replace("%s", "$1", 1).replace("%s", "$2", 1)
+    sql, slots = OutboxStore().dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
+    params = bind(slots, window=1000, heads=500, in_flight=[])
+    numbers = itertools.count(1)
+    sql = re.sub("%s", lambda _: f"${next(numbers)}", sql)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {connection.ops.quote_name('outbox')}")
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE hot_heads(bigint, bigint) AS {sql}")
-        cursor.execute("EXPLAIN (COSTS OFF) EXECUTE hot_heads(1000, 500)")
+        cursor.execute(f"PREPARE hot_heads AS {sql}")
+        cursor.execute(f"EXPLAIN (COSTS OFF) EXECUTE hot_heads({', '.join(['%s'] * len(params))})",
+                       params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("DEALLOCATE hot_heads")
     # A per-candidate subplan that stops at its first row, whichever index it seeks.
@@ -293,7 +314,8 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
     publish(*["hot"] * 4000)
     store = OutboxStore(max_chain=500)
     for _ in range(6):
-        store.ack(store.claim(500, 60))
+        claimed = store.claim(500)
+        store.settle(Settlement(claimed[0].batch, delivered=claimed))
     sql, slots = store.dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
     with transaction.atomic(), connection.cursor() as cursor:
         # With the statistics a relay keeps (store/statistics.py), not whatever an earlier
@@ -301,7 +323,7 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
         cursor.execute(store.dialect.statistics.refresh_statistics_sql())
         # Asking for more heads than there are: the walk reads its whole window.
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
-                       bind(slots, heads=500, window=1000))
+                       bind(slots, heads=500, window=1000, in_flight=[]))
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     buffers = plan[0]["Plan"]["Shared Hit Blocks"] + plan[0]["Plan"]["Shared Read Blocks"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -21,7 +21,8 @@ from eventferry_django.naming import TableName
 from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.store import dialect_for
-from eventferry_django.store.outbox import ClaimedEvent, ClaimRequest, OutboxStore
+from eventferry_django.store.claim import ClaimRequest
+from eventferry_django.store.outbox import ClaimedEvent, Failure, OutboxStore, Settlement
 
 from .test_relay_rabbitmq import lock_poll_interval, lock_waiter, wait_until
 
@@ -123,10 +124,9 @@ def test_a_store_operation_that_loses_a_real_deadlock_is_run_again(
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "agg", aggregate) for aggregate in ("w", "x")])
     store = OutboxStore()
-    w = store.claim(1, lease_timeout=60)[0]
-    time.sleep(0.01)  # a lease of its own for x: the ack is then two UPDATEs, w then x
-    x = store.claim(1, lease_timeout=60)[0]
-    assert w.lease != x.lease
+    # One batch; its settlement acks w and retries x: two UPDATEs, w then x.
+    w, x = store.claim(2)
+    settlement = Settlement(w.batch, delivered=[w], failures=[Failure(x, "refused")])
     hold(other, x)
 
     outcome: dict[str, Any] = {}
@@ -141,10 +141,10 @@ def test_a_store_operation_that_loses_a_real_deadlock_is_run_again(
         return execute(sql, params, many, context)
 
     def ack() -> None:
-        acking = OutboxStore()
+        acking = OutboxStore(instance=store.instance)
         try:
             with acking.connection.execute_wrapper(watch):
-                outcome["acked"] = acking.ack([w, x])
+                outcome["settled"], _ = acking.settle(settlement)
         except Exception as exc:
             outcome["error"] = exc
         finally:
@@ -180,9 +180,10 @@ def test_a_store_operation_that_loses_a_real_deadlock_is_run_again(
     other.commit()
     thread.join(60)
     assert outcome.get("error") is None, repr(outcome["error"])
-    assert outcome["acked"] == 2
+    assert outcome["settled"] == 2
     assert "transient database error, trying again (1/3)" in caplog.text
-    assert set(OutboxEvent.objects.values_list("status", flat=True)) == {Status.DONE}
+    assert list(OutboxEvent.objects.order_by("id").values_list("status", flat=True)) == [
+        Status.DONE, Status.FAILED]
 
 
 # -- the relay ---------------------------------------------------------------------------
@@ -193,12 +194,13 @@ class FirstClaimFails(OutboxStore):
 
     failed = False
 
-    def take(self, request: ClaimRequest) -> list[ClaimedEvent]:
+    def take(self, request: ClaimRequest, in_flight: Sequence[str] = ()
+             ) -> list[ClaimedEvent]:
         if not self.failed:
             self.failed = True
             raise Error("HY000", "[HY000] [Microsoft][ODBC Driver 18 for SQL Server]"
                                  "General error (0) (SQLExecDirectW)")
-        return super().take(request)
+        return super().take(request, in_flight)
 
 
 @pytest.mark.django_db(transaction=True)

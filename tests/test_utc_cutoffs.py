@@ -22,7 +22,7 @@ from eventferry_django import NewEvent, publish_events
 from eventferry_django.inbox import record_message
 from eventferry_django.maintenance import RedriveSelection, purge, purge_inbox, redrive
 from eventferry_django.models import InboxMessage, OutboxEvent, Status
-from eventferry_django.store.outbox import Failure, OutboxStore
+from eventferry_django.store.outbox import Failure, OutboxStore, Settlement
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,11 +41,9 @@ def settled_just_now(*, dead: bool = False) -> None:
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "agg", "1")])
     store = OutboxStore()
-    [event] = store.claim(1, lease_timeout=60)
-    if dead:
-        store.record_failures([Failure(event, "poison", dead=True)])
-    else:
-        store.ack([event])
+    [event] = store.claim(1)
+    store.settle(Settlement(event.batch, failures=[Failure(event, "poison", dead=True)])
+                 if dead else Settlement(event.batch, delivered=[event]))
     past_the_stamp()
 
 

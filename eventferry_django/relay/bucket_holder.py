@@ -23,10 +23,12 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from django.db import Error, connections
 
+from ..contract import BUCKETS
 from ..store.bucket_leases import BucketLeases
 from ..store.in_flight_journal import InFlightJournal
 from .ticker import Ticker
@@ -39,6 +41,14 @@ TICKS_PER_LEASE = 3
 #: The share of a lease the relay does not count on, for the clocks' rates and the time a
 #: publish call takes once started.
 LEASE_MARGIN = 0.1
+#: How soon a tick that left wanted buckets untaken (another relay still holds them, and
+#: releases them once its batches from them are settled) is followed by the next.
+TAKE_AGAIN_AFTER = 0.25
+
+
+class LeasesLapsed(Exception):
+    """The relay's bucket leases may have run out (it was paused, or cut off from the
+    database): another relay may hold its buckets now, so it must not publish."""
 
 
 class BucketHolder:
@@ -59,7 +69,8 @@ class BucketHolder:
         self._in_flight: Counter[int] = Counter()
         self._valid_until = float("-inf")
         self._failing = False
-        self._ticker = Ticker(f"eventferry-buckets-{instance}", lease / TICKS_PER_LEASE,
+        self._renew_every = lease / TICKS_PER_LEASE
+        self._ticker = Ticker(f"eventferry-buckets-{instance}", self._renew_every,
                               self._tick_logging_failures, leases.alias)
 
     # -- what the relay asks -------------------------------------------------------------
@@ -76,16 +87,32 @@ class BucketHolder:
         with self._lock:
             return dict(self._held)
 
-    def claimable(self) -> dict[int, int]:
-        """The held buckets the share still names: where the relay claims. One it is
-        letting go of gets no new batches, so its batches in flight end and it can go."""
-        with self._lock:
-            return {b: e for b, e in self._held.items() if b in self._wanted}
-
     def valid(self) -> bool:
         """Whether every lease held surely still runs (see the module's docstring)."""
         with self._lock:
             return self._clock() < self._valid_until
+
+    def check(self) -> None:
+        """Raise :class:`LeasesLapsed` unless :meth:`valid`."""
+        if not self.valid():
+            raise LeasesLapsed(f"the bucket leases of {self.instance} may have run out (the "
+                               "relay was paused or cut off from the database for longer "
+                               "than CLAIM_TIMEOUT allows)")
+
+    @contextmanager
+    def claiming(self) -> Iterator[tuple[int, ...] | None]:
+        """The buckets to claim from (None: every bucket, held all): those held that the
+        share still names. One being let go of gets no new batches, so its batches in
+        flight end and it can go. They are kept from being released while the claim
+        runs; its batch's buckets are :meth:`sent` before it ends. Empty when nothing
+        is held."""
+        with self._lock:
+            buckets = tuple(sorted(b for b in self._held if b in self._wanted))
+            self._in_flight.update(buckets)
+        try:
+            yield None if len(buckets) == BUCKETS else buckets
+        finally:
+            self.settled(buckets)
 
     def sent(self, buckets: Iterable[int]) -> None:
         """A batch with rows of ``buckets`` is in flight: keep them until :meth:`settled`."""
@@ -119,6 +146,8 @@ class BucketHolder:
             self._held = held
             self._valid_until = max(self._valid_until,
                                     started + self.lease * (1 - LEASE_MARGIN))
+            untaken = self._wanted - held.keys()
+        self._ticker.interval = TAKE_AGAIN_AFTER if untaken else self._renew_every
         return held
 
     def release_all(self) -> None:

@@ -1,15 +1,17 @@
 """The relay: claim a batch, publish it, settle it; sleep only when there is nothing to do.
 
-One pass costs one claim (a short transaction), one publisher call for the whole batch
-(the publisher pipelines it and waits for broker confirms once) and one settlement that
-also claims the next batch, so neither a commit nor a broker round trip is paid per event.
+One pass costs one publisher call for the whole batch (the publisher pipelines it and
+waits for broker confirms once) and one transaction that settles it and claims the next
+batch, so neither a commit nor a broker round trip is paid per event, and the database
+writes each event's row once after its INSERT: the settlement (docs/design/one-write.md).
 
 The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (:mod:`.flight`): while its
 publishing thread (:mod:`.sender`) hands one to the broker, the relay's thread settles
-another (:mod:`.settlement`) and claims its successors (:mod:`.claimer`, which asks
-:mod:`.planner` what to claim and :mod:`.membership` which buckets are this relay's).
-While it holds rows, :mod:`.leases` renews their leases, so only a relay that stopped
-loses them; :mod:`.reporting` says what it does.
+another (:mod:`.settlement`) and claims its successor (:mod:`.claimer`, which asks
+:mod:`.planner` what to claim). It claims only from the buckets it holds leases on
+(:mod:`.bucket_holder`, which takes the buckets :mod:`.membership` names as this
+relay's share), and publishes nothing once those leases may have run out;
+:mod:`.reporting` says what it does.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from django.db import Error, close_old_connections, connections
 from .. import metrics
 from ..conf import EventferrySettings, get_settings
 from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
+from ..store.bucket_leases import BucketLeases
+from ..store.claim import ALL_BUCKETS
 from ..store.outbox import ClaimedEvent, OutboxStore
 from ..store.registry import RelayRegistry
 from .bucket_filler import BucketFiller
+from .bucket_holder import BucketHolder, LeasesLapsed
 from .claimer import Claimer
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
-from .leases import LeaseKeeper
 from .membership import Membership
 from .planner import ClaimPlanner, refused_heads_alone
 from .reporting import PassResult, RelayReporter, RelayStats, logger
@@ -65,30 +69,36 @@ class Relay:
         self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
         self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
-        self.planner = ClaimPlanner(
-            batch_size=config.batch_size, max_chain=self.store.max_chain,
-            lease_timeout=config.claim_timeout, max_events=config.max_events,
-            batches=1 if config.once else config.batches_in_flight,
-        )
-        self.leases = LeaseKeeper(self.store, config.claim_timeout,
-                                  name=f"eventferry-lease-{config.relay_id}")
-        #: Buckets shared out where the vendor can, unless the relay drains and exits.
+        self.planner = ClaimPlanner(batch_size=config.batch_size,
+                                    max_chain=self.store.max_chain,
+                                    max_events=config.max_events)
+        #: Batches a fresh start claims, one after the other.
+        self.batches = 1 if config.once else config.batches_in_flight
+        instance = self.store.instance
+        self.holder = BucketHolder(BucketLeases(self.store.alias), self.store.journal,
+                                   instance, config.claim_timeout)
+        #: Buckets shared out where the vendor can, unless the relay drains and exits: a
+        #: relay that does not share wants every bucket, and waits as a standby while
+        #: another holds them.
         drains = config.once or config.until_empty
         shares = self.store.dialect.features.shares_aggregates and not drains
         self.membership = Membership(
             RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
-            filler=BucketFiller(self.store, config.relay_id)) if shares else None
-        self.claimer = Claimer(self.store, self.planner, self.membership, self.stats)
+            instance=instance, filler=BucketFiller(self.store, config.relay_id),
+            on_share=self._share) if shares else None
+        self.claimer = Claimer(self.store, self.planner, self.holder, self.stats)
         self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
                                       progress_interval=config.progress_interval)
-        self.settler = Settler(self.store, self.claimer, self.leases, self.reporter,
-                               self.stats, max_attempts=config.max_attempts,
-                               backoff=self.settings.backoff)
         self._sender = Sender(f"eventferry-send-{config.relay_id}")
-        self.in_flight = InFlight(self._sender, self._publish, self.leases,
+        # The settler hands back what the broker did not take; it is made just below.
+        self.in_flight = InFlight(self._sender, self._publish, self.holder,
                                   publisher_name=type(self.publisher).__name__,
                                   max_attempts=config.max_attempts,
-                                  hand_back=self.settler.hand_back)
+                                  hand_back=lambda batch: self.settler.hand_back(batch))
+        self.settler = Settler(self.store, self.claimer, self.in_flight, self.reporter,
+                               self.stats, max_attempts=config.max_attempts,
+                               backoff=self.settings.backoff)
+        self._leased = False
         self._stopping = False
         #: The name of the signal that asked the relay to stop; None until one comes.
         self._signalled: str | None = None
@@ -101,7 +111,7 @@ class Relay:
             return self._run()
         except SystemExit:
             logger.warning("second %s: exited at once, handing the batches in flight back "
-                           "(or leaving them to their leases)", self._signalled)
+                           "(or leaving them to a takeover of their buckets)", self._signalled)
             raise
 
     def _run(self) -> RelayStats:
@@ -109,7 +119,9 @@ class Relay:
         may_idle = not (self.config.once or self.config.until_empty)
         if may_idle:
             self.waker.start()
-        self.leases.start()
+        # Each run takes its buckets anew: the last one let them go on its way out.
+        self.holder.want(ALL_BUCKETS)
+        self._leased = False
         idle_sleep, error_sleep = MIN_IDLE_SLEEP, self.config.error_backoff
         interrupted = True
         if not self._announced:
@@ -119,10 +131,14 @@ class Relay:
         try:
             if self.membership is not None:
                 self.membership.start()
+            self.holder.start()
             while not self._stopping:
                 close_old_connections()
                 try:
                     result = self.run_once()
+                except LeasesLapsed as exc:
+                    self._lapsed(exc)
+                    continue
                 # django.db.Error, the parent of DatabaseError and InterfaceError: pyodbc
                 # raises SQLSTATE 40001 and generic HY000 errors as its base Error, which
                 # Django wraps as neither.
@@ -151,7 +167,8 @@ class Relay:
             try:
                 self._wind_down(interrupted)
             finally:
-                self.leases.stop()
+                self.holder.stop()
+                self._release_buckets()
                 if self.membership is not None:
                     self.membership.stop()
                 if may_idle:
@@ -165,18 +182,24 @@ class Relay:
 
     def run_once(self) -> PassResult:
         """Settle the oldest batch in flight and, in the same transaction, claim the next
-        one and send it. With nothing in flight, claim afresh, split the claim across the
-        batches in flight and send them all first. Raises on a database or broker outage
-        (after handing back what the database allows)."""
+        one and send it. With nothing in flight, claim up to ``BATCHES_IN_FLIGHT``
+        batches one after the other and send them all first. Raises on a database or
+        broker outage (after handing back what the database allows), and
+        :class:`LeasesLapsed` when the relay must not publish what it holds."""
+        self._hold_leases()
         self.settler.catch_up()
         if not len(self.in_flight):
-            _, events, claimed_in = self.claimer.claim()
-            if not events:
+            for _ in range(self.batches):
+                _, events, _ = self.claimer.claim(in_flight=self.in_flight.aggregates,
+                                                  rows_in_flight=self.in_flight.rows)
+                if not events:
+                    break
+                self._launch(events)
+            if not len(self.in_flight):
                 return PassResult()
-            self._launch(events, split=True, claimed_in=claimed_in)
         try:
             batch, results = self.in_flight.take_oldest()
-        except BrokerUnavailable:
+        except (BrokerUnavailable, LeasesLapsed):
             # The others went to the same broker; settle those it answered and hand back
             # the rest, so one outage costs one back-off.
             self._drain()
@@ -184,23 +207,31 @@ class Relay:
         return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
 
     # -- one pass ----------------------------------------------------------------------
+    def _hold_leases(self) -> None:
+        """Take the buckets before the first claim, on this thread (a relay that drains
+        and exits would otherwise find nothing held and stop); the holder's own thread
+        renews them from then on."""
+        if not self._leased:
+            self.holder.tick()
+            self._leased = True
+
+    def _share(self, buckets: tuple[int, ...] | None) -> None:
+        """The membership's view of this relay's share (None: every bucket)."""
+        self.holder.want(ALL_BUCKETS if buckets is None else buckets)
+
     def _settle(self, batch: Batch, results: list[PublishResult], *, claim_next: bool
                 ) -> PassResult:
         """Settle ``batch`` and, with ``claim_next``, claim and send the next one."""
-        result, claimed, settled_in = self.settler.settle(
-            batch, results, claim=claim_next, in_flight=len(batch.events) + self.in_flight.rows)
+        result, claimed, _ = self.settler.settle(batch, results, claim=claim_next)
         if claimed:
-            self._launch(claimed, split=False, claimed_in=settled_in)
+            self._launch(claimed)
         return result
 
-    def _launch(self, events: list[ClaimedEvent], *, split: bool, claimed_in: float) -> None:
-        """Send a claim (cut across the batches in flight when ``split``), less the rows
-        behind a refused head, which go straight back."""
-        events, held_back = refused_heads_alone(events)
-        self.in_flight.launch(self.planner.split(events) if split else [events],
-                              claimed_in=claimed_in)
-        if held_back:
-            self.settler.hold_back(held_back)
+    def _launch(self, events: list[ClaimedEvent]) -> None:
+        """Send a claimed batch, less the rows behind a refused head: they stay pending,
+        untouched, and its settlement takes them out of the journal with the rest."""
+        publishing, _ = refused_heads_alone(events)
+        self.in_flight.launch(publishing)
 
     def _drain(self) -> None:
         """Settle every batch in flight without claiming more; hand back those whose
@@ -208,12 +239,14 @@ class Relay:
         while len(self.in_flight):
             try:
                 batch, results = self.in_flight.take_oldest()
-            except BrokerUnavailable:
+            except (BrokerUnavailable, LeasesLapsed):
                 continue
             self.stats.add(self._settle(batch, results, claim_next=False))
 
     def _publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
-        """Runs on the publishing thread."""
+        """Runs on the publishing thread; publishes nothing once the bucket leases may
+        have run out (another relay may be publishing these rows by then)."""
+        self.holder.check()
         started = time.perf_counter()
         results = self.publisher.publish(messages)
         metrics.observe_publish(time.perf_counter() - started)
@@ -239,6 +272,25 @@ class Relay:
         if database:
             connections[self.store.alias].close()
 
+    def _lapsed(self, exc: LeasesLapsed) -> None:
+        """The leases may have run out: what was in flight is handed back (or taken over
+        already); take buckets anew."""
+        self.stats.errors += 1
+        logger.warning("%s; handed back what was in flight, taking buckets anew", exc)
+        self._leased = False
+        self._pause(MIN_IDLE_SLEEP)
+
+    def _release_buckets(self) -> None:
+        """Let every bucket go once nothing is in flight, so another relay takes them at
+        once instead of when their leases run out."""
+        if len(self.in_flight):
+            return
+        try:
+            self.holder.release_all()
+        except Error as exc:
+            logger.info("could not release the bucket leases (%s); they run out in %gs",
+                        exc, self.config.claim_timeout)
+
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while not self._stopping and (left := deadline - time.monotonic()) > 0:
@@ -248,7 +300,7 @@ class Relay:
         """On the way out: settle what was published and the batches still in flight.
         Interrupted (a second signal, an error), the relay does not wait for the broker:
         batches in flight are handed back, to be published again. If the database is
-        away, the leases bring them back."""
+        away, they wait in the journal for a takeover of their buckets."""
         try:
             self.settler.catch_up()
             if not interrupted:

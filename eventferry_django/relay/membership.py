@@ -1,10 +1,10 @@
-"""Relays share the work: each claims the fresh rows of its own buckets.
+"""Relays share the work: each wants the buckets of its share.
 
-Every outbox row carries its aggregate's bucket, one of 256. The live
-relays of an outbox share the buckets out, and a relay's claims read the fresh rows of its
-own buckets only, through the bucket index: its claims cost what its share holds, not
-what the whole backlog does. Rows without a bucket, due retries and expired leases are
-anyone's. A relay alone owns every bucket.
+Every outbox row carries its aggregate's bucket, one of 256. The live relays of an outbox
+share the buckets out, and each relay's :class:`~.bucket_holder.BucketHolder` takes the
+leases of its share's buckets; a relay claims only from buckets it holds, so its claims
+cost what its share holds, not what the whole backlog does. A relay alone wants every
+bucket.
 
 **Who is live.** Each relay checks in with the relay registry, stamped by
 the database's clock, every :data:`MAX_CHECK_IN_INTERVAL` seconds or more often, and
@@ -20,10 +20,10 @@ remainder going one each to the first relays by name), in which case to the next
 shares differ by one bucket at most, and a relay that joins or leaves moves little more
 than the buckets it must: about 1/N of them (the rest keep their owner).
 
-**Never a lock.** Ownership only says where a relay looks. Every claim still takes heads
-only, under the same row locks, so while two relays' views differ for a moment, both may
-try an aggregate and one gets it; a row is never claimed while an earlier row of its
-aggregate is open, whoever holds that.
+**Wanted is not held.** The share says which buckets a relay wants; the bucket leases
+say which it holds. While two relays' views differ for a moment both may want a bucket,
+and only one holds it: the other takes it once it is released (its batches in flight
+settled) or its lease runs out.
 
 **Starting together.** A relay that starts checks in, then looks again for
 :data:`JOIN_GRACE` before its first claim: relays started together begin with the same
@@ -31,13 +31,14 @@ view, instead of the first one claiming every aggregate until it sees the others
 relay settles a batch and claims the next in one transaction, so it keeps what it holds).
 
 **Rows without a bucket** (written by a writer that leaves it out, such as a development
-build before 0.1.0) are anyone's until a relay with a share gives them theirs, after its looks
-(:mod:`.bucket_filler`).
+build before 0.1.0) wait until a relay with a share gives them theirs, after its looks
+(:mod:`.bucket_filler`); a relay holding every bucket claims them as they are.
 
 **Rolling upgrades.** A relay of this release checks in under a name that starts with
-:data:`BUCKET_RELAY`. A relay of an earlier release checks in without it and shares by a
-hash of its own; while one of those is live, this release's relays claim every bucket, so
-no aggregate is left to nobody.
+:data:`~eventferry_django.store.registry.BUCKET_RELAY`. A relay of an earlier release
+checks in under another name: one of 0.1.0 claims nothing since migration 0003 (its
+claims fail on ``CK_<outbox>_claimed_needs_0_2``), so no bucket may be left to it; while
+one is live, this release's relays want every bucket.
 """
 
 from __future__ import annotations
@@ -45,14 +46,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from django.db import Error, connections
 
 from ..contract import BUCKETS
-from ..store.registry import RelayRegistry
+from ..store.registry import BUCKET_RELAY, RelayRegistry, new_instance
 from .bucket_filler import BucketFiller
 from .ticker import Ticker
 
@@ -66,8 +66,6 @@ LOOK_INTERVAL = 0.2
 JOIN_GRACE = 0.5
 #: Check-ins within which a relay must be seen to count as live, per ``CLAIM_TIMEOUT``.
 LIVE_SHARE_OF_LEASE = 0.5
-#: How this release's relays' instance names start (see "Rolling upgrades").
-BUCKET_RELAY = "b:"
 
 
 def _rank(bucket: int, instance: str) -> bytes:
@@ -104,13 +102,17 @@ class Membership:
     """This relay's row in the registry and its current :attr:`buckets`, refreshed by
     each look: the first in :meth:`start`, the rest on a thread of its own."""
 
-    def __init__(self, registry: RelayRegistry, relay_id: str, claim_timeout: float,
-                 filler: BucketFiller | None = None) -> None:
+    def __init__(self, registry: RelayRegistry, relay_id: str, claim_timeout: float, *,
+                 instance: str | None = None, filler: BucketFiller | None = None,
+                 on_share: Callable[[tuple[int, ...] | None], object] | None = None
+                 ) -> None:
         self.registry = registry
         #: Gives rows written without a bucket theirs, after each look.
         self.filler = filler
+        #: Hears this relay's share after each look (the relay's bucket holder).
+        self.on_share = on_share
         self.relay_id = relay_id
-        self.instance = f"{BUCKET_RELAY}{uuid.uuid4().hex}"
+        self.instance = instance or new_instance()
         self.live_for = claim_timeout * LIVE_SHARE_OF_LEASE
         self.check_in_interval = min(MAX_CHECK_IN_INTERVAL, self.live_for / 3)
         #: The live relays at the last look (1 until one succeeds).
@@ -141,16 +143,21 @@ class Membership:
                                "claiming every bucket until it answers", self.relay_id, exc)
             self._failing = True
             self.relays, self.buckets = 1, None
+            if self.on_share is not None:
+                self.on_share(None)
             connections[self.registry.alias].close()
             return
         legacy = any(not name.startswith(BUCKET_RELAY) for name in live)
         if legacy and not self._legacy:
-            logger.warning("[%s] a relay of an earlier release is running: claiming every "
-                           "bucket until it stops (docs/upgrading.md)", self.relay_id)
+            logger.warning("[%s] a relay of an earlier release is running: it cannot claim "
+                           "since migration 0003, so this relay wants every bucket until it "
+                           "stops (docs/upgrading.md)", self.relay_id)
         if self._failing or len(live) != self.relays:
             logger.info("[%s] %d relay(s) share the work", self.relay_id, len(live))
         self._failing, self._legacy = False, legacy
         self.relays, self.buckets = len(live), buckets_of(live, self.instance)
+        if self.on_share is not None:
+            self.on_share(self.buckets)
         if self.filler is not None:
             self.filler.after_look(self.buckets, checked_in=checking_in)
 

@@ -2,23 +2,22 @@
 
 A relay commits its settlements without waiting for the disk where the vendor allows it
 (PostgreSQL's ``synchronous_commit = off``): a crash then loses the last fraction of a
-second of commits. A lost claim is harmless (the rows are pending again, and the relay's
-late ack of them is fenced off), but a lost ack, retry, burial or hand-back leaves rows
-claimed under a lease that nobody renews: once it ran out they would be taken back at
-the cost of an attempt, so a database crash could turn an event dead. So the relay keeps
-its recent settlements and, after an outage, runs them again. Every settlement is
-conditioned on the rows still being held under the relay's lease, so running one again
-changes only what the crash undid.
+second of commits. A lost claim is harmless (nothing of its batch was written but its
+journal row, which its settlement deletes), but a lost ack, retry, burial or hand-back
+leaves a batch in the journal that nobody will settle: its rows would wait for a takeover
+and cost an attempt, so a database crash could turn an event dead. So the relay keeps
+its recent settlements and, after an outage, runs them again. Each changes a row only
+once (see :mod:`~eventferry_django.store.settlement_sql`), so running one again changes
+only what the crash undid.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from ..store.outbox import ClaimedEvent, Failure
+from ..store.outbox import Settlement
 
 #: Settlements younger than this are kept: a crash loses commits of well under a second
 #: (three WAL writer rounds on PostgreSQL), and the relay may notice it a little later.
@@ -26,13 +25,6 @@ KEEP_SECONDS = 5.0
 #: However old, the last few are kept too: a relay may notice a crash long after its last
 #: settlement (a slow publisher).
 KEEP_AT_LEAST = 4
-
-
-@dataclass(frozen=True)
-class Settlement:
-    delivered: Sequence[ClaimedEvent] = ()
-    failures: Sequence[Failure] = ()
-    released: Sequence[ClaimedEvent] = ()
 
 
 class RecentSettlements:

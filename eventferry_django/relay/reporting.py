@@ -98,13 +98,14 @@ class RelayReporter:
                        self.relay_id, what, exc, pause)
 
     def fenced(self, count: int) -> None:
-        logger.warning("[%s] %d event(s) were taken back by another relay (or their "
-                       "claim was lost in a database crash) before this one settled "
-                       "them; their outcome here was discarded", self.relay_id, count)
+        logger.warning("[%s] %d event(s) were taken over by another relay (this one's "
+                       "bucket lease ran out) before this one settled them; their "
+                       "outcome here was discarded", self.relay_id, count)
 
     def could_not_hand_back(self, exc: BaseException) -> None:
-        logger.warning("[%s] could not settle or hand back claimed events (%s); they "
-                       "return when their lease expires", self.relay_id, exc)
+        logger.warning("[%s] could not settle or hand back claimed events (%s); another "
+                       "relay takes them over when this one's bucket leases run out",
+                       self.relay_id, exc)
 
     def failures(self, failures: Sequence[Failure]) -> None:
         """One line per refused event: ERROR when it went dead (someone has to look), INFO

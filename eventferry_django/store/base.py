@@ -4,7 +4,7 @@ is several small objects.
 ``ops`` spells what every part writes (identifiers, the clock, bound times, the locking
 clause); ``features`` holds flags only; ``schema`` (the DDL of any table of the
 contract), ``inserts`` (``publish_event()``'s INSERT), ``claim`` (the claim),
-``settlement`` (ack, fail, bury, renew, release), ``purge`` (batch deletes), ``inbox``
+``settlement`` (ack, fail, bury), ``purge`` (batch deletes), ``inbox``
 (the consumers' inbox), ``statistics`` (the planner statistics a relay looks after),
 ``closed_rows`` (the history pipeline's SQL), ``claimable`` (the status's probes) and
 ``bucket_fill`` (buckets for rows written without one) each do one concern. Each vendor

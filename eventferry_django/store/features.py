@@ -28,12 +28,6 @@ class Features:
     #: other vendors' hold UTC wall time, with no zone to convert a bound value by.
     zoned_timestamps: ClassVar[bool] = False
 
-    #: Whether the claim is several statements that need the caller's transaction.
-    claim_needs_transaction: ClassVar[bool] = False
-
-    #: Whether the claim may run inside a transaction that also settles the last batch.
-    claim_joins_transaction: ClassVar[bool] = True
-
     #: Whether several relays share the aggregates out by bucket (each claiming fresh
     #: rows of its own buckets); where not (SQLite: one writer), they take turns.
     shares_aggregates: ClassVar[bool] = True

@@ -21,7 +21,6 @@ from .microsoft_errors import DEADLOCK_VICTIM, SERIALIZATION_FAILURE, native_err
 from .microsoft_schema import MicrosoftSchema
 from .ops import SqlOps
 from .purge import PurgeSql
-from .settlement_sql import SettlementSql
 from .tables import (
     INBOX_KEY,
     JSON_COLUMNS,
@@ -91,10 +90,6 @@ class MicrosoftFeatures(Features):
         # an object or an array.
         return not self.native_json
 
-    # The claim batch commits or rolls back its own transaction (XACT_ABORT, TRY/CATCH),
-    # so it is never nested inside another one.
-    claim_joins_transaction = False
-
 
 class MicrosoftInserts(InsertSql):
     def delay_sql(self) -> str:
@@ -108,13 +103,6 @@ class MicrosoftInserts(InsertSql):
             return [None, None]
         days, rest = divmod(milliseconds, MILLISECONDS_A_DAY)
         return [rest, days]
-
-
-class MicrosoftSettlement(SettlementSql):
-    # READPAST stands in for SKIP LOCKED: a renewal never waits on a locked row (see
-    # SettlementSql.renew); under RCSI SQL Server takes READPAST only with
-    # READCOMMITTEDLOCK.
-    renew_hint = " WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)"
 
 
 class MicrosoftPurge(PurgeSql):
@@ -190,7 +178,6 @@ class MicrosoftDialect(Dialect):
     features_class = MicrosoftFeatures
     schema_class = MicrosoftSchema
     inserts_class = MicrosoftInserts
-    settlement_class = MicrosoftSettlement
     purge_class = MicrosoftPurge
     inbox_class = MicrosoftInbox
     closed_rows_class = MicrosoftClosedRows

@@ -4,9 +4,9 @@ transaction handling around them. The SQL itself lives in the vendor modules."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,15 +18,19 @@ from .bound import BoundStore
 from .bucket_fill import AGGREGATES_PER_FILL
 from .claim import ClaimRequest
 from .closed_rows import ClosedRowSelection, IdChecksum, SelectionStats
+from .in_flight_journal import InFlightJournal
+from .registry import new_instance
 from .sql import Fragment
 
 
 @dataclass(frozen=True)
 class ClaimedEvent:
-    """A row this relay holds: the message to publish and the lease that proves it."""
+    """A row in one of this relay's batches in flight: the message to publish, and the
+    number of the batch it was claimed in (its row in the journal of batches in
+    flight, which says whether it is still this relay's to settle)."""
 
     message: OutboundMessage
-    lease: Any
+    batch: int
 
     @property
     def id(self) -> int:
@@ -44,11 +48,15 @@ class Failure:
     counts_attempt: bool = True
 
 
-def _by_lease(events: Iterable[ClaimedEvent]) -> dict[Any, list[int]]:
-    groups: dict[Any, list[int]] = defaultdict(list)
-    for event in events:
-        groups[event.lease].append(event.id)
-    return groups
+@dataclass(frozen=True)
+class Settlement:
+    """What became of one batch: its rows ``delivered``, its ``failures``; rows in
+    neither (the broker was away, the relay is leaving, a row held back behind a
+    refused head) stay pending, untouched, for the next claim."""
+
+    batch: int
+    delivered: Sequence[ClaimedEvent] = ()
+    failures: Sequence[Failure] = ()
 
 
 def _utc(value: dt.datetime | str) -> dt.datetime:
@@ -70,29 +78,43 @@ class OutboxStore(BoundStore):
     a claim may hand out, in id order; 1 hands out heads only.
     """
 
-    def __init__(self, using: str | None = None, *, max_chain: int | None = None) -> None:
+    def __init__(self, using: str | None = None, *, max_chain: int | None = None,
+                 instance: str | None = None) -> None:
         super().__init__(using)
         self.max_chain = max_chain if max_chain is not None else get_settings().max_chain
+        #: The relay instance this store claims for: the name its batches in flight and
+        #: its bucket leases are held under.
+        self.instance = instance or new_instance()
+        self.journal = InFlightJournal(using)
+        self._batches = itertools.count(1)
 
     # -- claim -------------------------------------------------------------------------
-    def claim(self, limit: int, lease_timeout: float, *, heads: int | None = None
-              ) -> list[ClaimedEvent]:
-        """Take up to ``limit`` (1..10,000) claimable rows, chained up to this store's
-        ``max_chain``; see :class:`ClaimRequest` and the contract for which."""
-        return self.take(self.request(limit, lease_timeout, heads=heads))
+    def claim(self, limit: int, *, heads: int | None = None,
+              buckets: tuple[int, ...] | None = None) -> list[ClaimedEvent]:
+        """Claim a batch of up to ``limit`` (1..10,000) rows, chained up to this store's
+        ``max_chain``, of ``buckets`` (None: oldest first, every bucket); see
+        :class:`ClaimRequest` and the contract for which."""
+        return self.take(self.request(limit, heads=heads, buckets=buckets))
 
-    def request(self, limit: int, lease_timeout: float, *, heads: int | None = None
-                ) -> ClaimRequest:
+    def request(self, limit: int, *, heads: int | None = None,
+                buckets: tuple[int, ...] | None = None) -> ClaimRequest:
         """A claim of ``limit`` rows with this store's ``max_chain``."""
-        return ClaimRequest(limit, lease_timeout, heads=heads, max_chain=self.max_chain)
+        return ClaimRequest(limit, heads=heads, max_chain=self.max_chain, buckets=buckets)
 
-    def take(self, request: ClaimRequest) -> list[ClaimedEvent]:
-        """Run ``request``. Meant for autocommit: where the vendor's claim is one
-        statement (or, on SQL Server, one batch with its own transaction) no extra
-        BEGIN/COMMIT is paid."""
-        rows = self._run(lambda cursor: self.dialect.claim.run(cursor, request),
-                         atomic=self.dialect.features.claim_needs_transaction)
-        return [self._claimed(row) for row in rows]
+    def take(self, request: ClaimRequest, in_flight: Sequence[str] = ()) -> list[ClaimedEvent]:
+        """Run ``request`` as a new batch, passing over the aggregates ``in_flight`` (those
+        of the relay's other batches in flight): the rows read and the batch's journal
+        row written in one transaction, nothing written to the rows themselves."""
+        return self._run(lambda cursor: self._take(cursor, request, in_flight))
+
+    def _take(self, cursor: Any, request: ClaimRequest, in_flight: Sequence[str]
+              ) -> list[ClaimedEvent]:
+        rows = self.dialect.claim.run(cursor, request, in_flight)
+        if not rows:
+            return []
+        batch = next(self._batches)
+        self.journal.record(cursor, self.instance, batch, [int(row[0]) for row in rows])
+        return [self._claimed(row, batch) for row in rows]
 
     def fill_buckets(self) -> int:
         """Give the fresh rows without a bucket theirs (see :mod:`.bucket_fill`), the
@@ -115,9 +137,9 @@ class OutboxStore(BoundStore):
         return len(aggregates)
 
     @staticmethod
-    def _claimed(row: Sequence[Any]) -> ClaimedEvent:
+    def _claimed(row: Sequence[Any], batch: int) -> ClaimedEvent:
         (row_id, message_id, topic, aggregate_type, aggregate_id, partition_key, payload,
-         headers, trace_id, attempts, claimed_at, created_at, schema_version) = row
+         headers, trace_id, attempts, _claimed_at, created_at, schema_version) = row
         message = OutboundMessage(
             id=int(row_id), message_id=message_id, topic=topic,
             aggregate_type=aggregate_type, aggregate_id=aggregate_id,
@@ -125,89 +147,48 @@ class OutboxStore(BoundStore):
             trace_id=trace_id, attempts=int(attempts), created_at=_utc(created_at),
             schema_version=schema_version,
         )
-        return ClaimedEvent(message, claimed_at)
+        return ClaimedEvent(message, batch)
 
     # -- settle ------------------------------------------------------------------------
-    def ack(self, events: Sequence[ClaimedEvent]) -> int:
-        """Mark delivered events done; one statement per lease (normally one). Returns how
-        many rows were still ours; the rest were taken back and are left alone."""
-        if not events:
-            return 0
-        groups = _by_lease(events)
-        return self._run(lambda cursor: self._ack(cursor, groups), atomic=len(groups) > 1)
+    def settle(self, settlement: Settlement, *, claim: ClaimRequest | None = None,
+               in_flight: Sequence[str] = ()) -> tuple[int, list[ClaimedEvent]]:
+        """Settle one batch and, with ``claim``, claim the next (passing over the
+        aggregates ``in_flight``): one transaction, one commit.
 
-    def _ack(self, cursor: Any, groups: dict[Any, list[int]]) -> int:
-        return sum(self.dialect.settlement.ack(cursor, ids, lease) for lease, ids in groups.items())
+        The batch leaves the journal first, and only the rows still this relay's are
+        settled (another relay that took over a bucket of the batch took its rows out;
+        see :mod:`.in_flight_journal`). Returns how many of the batch's delivered and
+        failed rows were still this relay's, and the new claim."""
+        def run(cursor: Any) -> tuple[int, list[ClaimedEvent]]:
+            settled = self._settle(cursor, settlement)
+            return settled, [] if claim is None else self._take(cursor, claim, in_flight)
+        return self._run(run)
 
-    def renew(self, events: Iterable[ClaimedEvent], lease_timeout: float) -> int:
-        """Extend the leases of ``events`` that are still held to ``lease_timeout`` seconds
-        from now (the database's clock); one short transaction per lease. Rows another
-        relay took back, or that were settled, are left alone. Returns rows renewed."""
-        groups = _by_lease(events)
-        if not groups:
-            return 0
-        timeout_ms = round(lease_timeout * 1000)
+    def _settle(self, cursor: Any, settlement: Settlement) -> int:
+        left = self.journal.settled(cursor, self.instance, settlement.batch)
+        delivered, failures = settlement.delivered, settlement.failures
+        if left is not None:
+            ours = set(left)
+            delivered = [e for e in delivered if e.id in ours]
+            failures = [f for f in failures if f.event.id in ours]
+        sql = self.dialect.settlement
+        if delivered:
+            sql.ack(cursor, [e.id for e in delivered])
+        retried = [f for f in failures if not f.dead]
+        if retried:
+            sql.fail(cursor, [(f.event.id, f.event.message.attempts,
+                               max(1, round(f.delay * 1000)), _truncate(f.error))
+                              for f in retried])
+        buried = [f for f in failures if f.dead]
+        if buried:
+            sql.bury(cursor, [(f.event.id, f.event.message.attempts, _truncate(f.error),
+                               f.counts_attempt) for f in buried])
+        return len(delivered) + len(failures)
 
-        def renew(ids: list[int], lease: Any) -> int:
-            return self._run(
-                lambda cursor: self.dialect.settlement.renew(cursor, ids, lease, timeout_ms))
-
-        return sum(renew(ids, lease) for lease, ids in groups.items())
-
-    def release(self, events: Sequence[ClaimedEvent]) -> int:
-        """Hand events back as pending without spending an attempt (broker outage)."""
-        if not events:
-            return 0
-        groups = _by_lease(events)
-        return self._run(lambda cursor: sum(
-            self.dialect.settlement.release(cursor, ids, lease) for lease, ids in groups.items()
-        ), atomic=len(groups) > 1)
-
-    def record_failures(self, failures: Sequence[Failure]) -> int:
-        """Retry or bury refused events, all in one transaction."""
-        if not failures:
-            return 0
-        return self._run(lambda cursor: self._record_failures(cursor, failures))
-
-    def _record_failures(self, cursor: Any, failures: Sequence[Failure]) -> int:
-        settled = 0
-        for lease, group in _group([f for f in failures if not f.dead]).items():
-            settled += self.dialect.settlement.fail(cursor, [
-                (f.event.id, max(1, round(f.delay * 1000)), _truncate(f.error)) for f in group
-            ], lease)
-        for lease, group in _group([f for f in failures if f.dead]).items():
-            settled += self.dialect.settlement.bury(cursor, [
-                (f.event.id, _truncate(f.error), f.counts_attempt) for f in group
-            ], lease)
-        return settled
-
-    def settle(
-        self,
-        delivered: Sequence[ClaimedEvent],
-        failures: Sequence[Failure],
-        *,
-        claim: ClaimRequest | None = None,
-    ) -> tuple[int, list[ClaimedEvent]]:
-        """Ack ``delivered``, record ``failures`` and, with ``claim``, claim the next batch:
-        one transaction and one commit where the vendor's claim can join it.
-
-        Returns how many settled rows were still ours, and the new claim.
-        """
-        if claim is not None and not self.dialect.features.claim_joins_transaction:
-            settled = self.ack(delivered) + self.record_failures(failures)
-            return settled, self.take(claim)
-        groups = _by_lease(delivered)
-
-        def run(cursor: Any) -> tuple[int, list[tuple[Any, ...]]]:
-            settled = self._ack(cursor, groups) + self._record_failures(cursor, failures)
-            return settled, [] if claim is None else self.dialect.claim.run(cursor, claim)
-
-        statements = len(groups) + len(failures) + (1 if claim is not None else 0)
-        if statements == 0:
-            return 0, []
-        claim_in_transaction = claim is not None and self.dialect.features.claim_needs_transaction
-        settled, rows = self._run(run, atomic=statements > 1 or claim_in_transaction)
-        return settled, [self._claimed(row) for row in rows]
+    def hand_back(self, batch: int) -> None:
+        """Take a batch out of the journal with nothing settled: its rows stay pending,
+        no attempt spent (the broker was away, or the relay is leaving)."""
+        self.settle(Settlement(batch))
 
     # -- purge -------------------------------------------------------------------------
     def purge(
@@ -274,9 +255,3 @@ class OutboxStore(BoundStore):
 
         return sum(purge(rows[start:start + step]) for start in range(0, len(rows), step))
 
-
-def _group(failures: Sequence[Failure]) -> dict[Any, list[Failure]]:
-    groups: dict[Any, list[Failure]] = defaultdict(list)
-    for failure in failures:
-        groups[failure.event.lease].append(failure)
-    return groups

@@ -8,14 +8,27 @@ dialect's clock and quoting spell for every vendor.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from .bound import BoundStore
 from .ops import SqlOps
 
+#: How this release's relays' instance names start: those of 0.2.0, which hold bucket
+#: leases. A relay of 0.1.0 checks in as "b:..." and one of a development build before
+#: it with no prefix (see "Rolling upgrades" in :mod:`~eventferry_django.relay.membership`).
+BUCKET_RELAY = "b2:"
+
 #: A row unseen for this many check-in windows is deleted by the next check-in of any
 #: relay (a relay that was killed does not delete its own).
 FORGET_AFTER_WINDOWS = 10
+
+
+def new_instance() -> str:
+    """A name for a relay instance starting now: what it checks in, holds bucket leases
+    and writes its batches in flight under. Unique, so a relay restarted on the same
+    host never mistakes the batches of the one before for its own."""
+    return f"{BUCKET_RELAY}{uuid.uuid4().hex}"
 
 
 class RegistrySql:

@@ -1,101 +1,105 @@
-"""The relay's settlement of claimed rows: ack, fail, bury, renew and release, each
-fenced by the lease the rows were claimed under. A part of the vendor's dialect
-(``dialect.settlement``); the vendor's spelling comes from the dialect's hooks (its
-clock, id lists, bound times, locking clause), so a vendor subclasses this only for
-:attr:`SettlementSql.renew_hint`."""
+"""The relay's settlement of the rows of a batch: ack, fail and bury. A part of the
+vendor's dialect (``dialect.settlement``); the vendor's spelling comes from the dialect's
+hooks (its clock, id lists, bound times).
+
+No statement here decides whose rows they are: the journal of batches in flight does
+that first, in the same transaction (:meth:`.InFlightJournal.settled`), and hands the
+settlement only the rows still the relay's. What each statement adds is that it changes
+a row once: an ack touches only open rows (pending or failed), and a failure or burial
+only a row whose ``attempts`` are still those it was claimed with. So a settlement run
+again after a database outage (see ``relay/recent_settlements.py``), or by a relay that
+woke up after its batch was swept, changes nothing twice.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-from ..contract import CLAIMED, DEAD, DONE, FAILED, PENDING
+from ..contract import DEAD, DONE, FAILED, PENDING
 from .ops import SqlOps
 from .sql import Fragment, compose, param
 
-#: A refused row to settle, led by its id.
+#: A refused row to settle, led by its id and the attempts it was claimed with.
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
 
-#: Rows one ``fail`` or ``bury`` statement settles. Each row binds five values (its id
-#: in the id list and in two ``CASE`` s, and their two values), which keeps a statement
-#: under SQLite's smallest limit of 999 bound values (before 3.32) and SQL Server's 2,100.
-ROWS_PER_STATEMENT = 150
+#: Rows one ``fail`` or ``bury`` statement settles. Each row binds seven values (its id
+#: in the id list and in three ``CASE`` s, and their three values), which keeps a
+#: statement under SQLite's smallest limit of 999 bound values (before 3.32) and SQL
+#: Server's 2,100.
+ROWS_PER_STATEMENT = 120
 
 
 class SettlementSql:
-    """The statements that settle claimed rows of one outbox (the dialect's)."""
-
-    #: Table hint of the renewal's UPDATE (SQL Server, which has no SKIP LOCKED).
-    renew_hint: ClassVar[str] = ""
+    """The statements that settle the rows of a batch of one outbox (the dialect's)."""
 
     def __init__(self, ops: SqlOps) -> None:
         self.ops = ops
 
-    def settle_condition(self, ids: Sequence[int], lease: Any) -> tuple[str, list[Any]]:
-        """Rows still held under ``lease``: the fence that stops a relay whose lease was
-        taken back from touching rows another relay now holds."""
+    def open_condition(self, ids: Sequence[int]) -> Fragment:
+        """Rows ``ids`` still open: not settled already (by this settlement's earlier
+        run, or by another relay that took them over and delivered them)."""
         condition, params = self.ops.ids_condition(ids)
-        q = self.ops.quote
-        held = f"{q('status')} = {CLAIMED} AND {q('claimed_at')} = {self.ops.timestamp_placeholder}"
-        return f"{condition} AND {held}", [*params, lease]
+        return f"{condition} AND {self.ops.quote('status')} IN ({PENDING}, {FAILED})", params
 
-    def ack(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
-        """Mark delivered rows done in one statement; returns how many were still held."""
-        condition, params = self.settle_condition(ids, lease)
+    def ack(self, cursor: Any, ids: Sequence[int]) -> None:
+        """Mark delivered rows done in one statement: the one write of an event's
+        normal path."""
+        condition, params = self.open_condition(ids)
         q = self.ops.quote
-        done = self.ops.execute_often(
+        self.ops.execute_often(
             cursor,
             f"UPDATE {self.ops.table} SET {q('status')} = {DONE}, "
             f"{q('processed_at')} = {self.ops.now_sql} WHERE {condition}",
             params,
         )
-        return int(done.rowcount)
 
-    def fail(self, cursor: Any, failures: Sequence[tuple[int, int, str]], lease: Any) -> int:
-        """``failures`` are (id, retry delay in ms, error): status failed, one more attempt,
-        retry time computed by the database clock."""
+    def fail(self, cursor: Any, failures: Sequence[tuple[int, int, int, str]]) -> None:
+        """``failures`` are (id, attempts claimed with, retry delay in ms, error): status
+        failed, one more attempt, retry time computed by the database clock."""
         q, ops = self.ops.quote, self.ops
 
-        def assignments(rows: Sequence[tuple[int, int, str]]) -> Fragment:
+        def assignments(rows: Sequence[tuple[int, int, int, str]]) -> Fragment:
             return compose(
                 f"{q('attempts')} = {q('attempts')} + 1, {q('status')} = {FAILED}, {{}}, {{}}",
                 self.per_row("next_retry_at", [
                     (row_id, ops.now_plus(ops.offset_param(delay_ms)))
-                    for row_id, delay_ms, _ in rows]),
-                self.per_row("last_error", [(row_id, param(error)) for row_id, _, error in rows]),
+                    for row_id, _, delay_ms, _ in rows]),
+                self.per_row("last_error", [(row_id, param(error))
+                                            for row_id, _, _, error in rows]),
             )
 
-        return self.settle_rows(cursor, failures, lease, assignments)
+        self.settle_rows(cursor, failures, assignments)
 
-    def bury(self, cursor: Any, burials: Sequence[tuple[int, str, bool]], lease: Any) -> int:
-        """``burials`` are (id, error, counts_attempt): status dead, never claimed again."""
+    def bury(self, cursor: Any, burials: Sequence[tuple[int, int, str, bool]]) -> None:
+        """``burials`` are (id, attempts claimed with, error, counts_attempt): status
+        dead, never claimed again."""
         q, ops = self.ops.quote, self.ops
 
-        def assignments(rows: Sequence[tuple[int, str, bool]]) -> Fragment:
+        def assignments(rows: Sequence[tuple[int, int, str, bool]]) -> Fragment:
             return compose(
                 f"{q('attempts')} = {q('attempts')} + ({{}}), {q('status')} = {DEAD}, "
                 f"{q('processed_at')} = {ops.now_sql}, {q('next_retry_at')} = NULL, {{}}",
                 self.case_by_id([(row_id, param(1 if counts else 0))
-                                 for row_id, _, counts in rows]),
-                self.per_row("last_error", [(row_id, param(error)) for row_id, error, _ in rows]),
+                                 for row_id, _, _, counts in rows]),
+                self.per_row("last_error", [(row_id, param(error))
+                                            for row_id, _, error, _ in rows]),
             )
 
-        return self.settle_rows(cursor, burials, lease, assignments)
+        self.settle_rows(cursor, burials, assignments)
 
-    def settle_rows(self, cursor: Any, rows: Sequence[RowT], lease: Any,
-                    assignments: Callable[[Sequence[RowT]], Fragment]) -> int:
-        """Settle ``rows`` (each led by its id) with the SET list ``assignments`` builds
-        for them, one statement per :data:`ROWS_PER_STATEMENT` rows; returns how many
-        were still held."""
-        total = 0
+    def settle_rows(self, cursor: Any, rows: Sequence[RowT],
+                    assignments: Callable[[Sequence[RowT]], Fragment]) -> None:
+        """Settle ``rows`` (each led by its id and the attempts it was claimed with) with
+        the SET list ``assignments`` builds for them, one statement per
+        :data:`ROWS_PER_STATEMENT` rows, each row only while its attempts are those."""
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             chunk = rows[start:start + ROWS_PER_STATEMENT]
-            sql, params = compose(
-                f"UPDATE {self.ops.table} SET {{}} WHERE {{}}", assignments(chunk),
-                self.settle_condition([row[0] for row in chunk], lease))
-            cursor.execute(sql, params)
-            total += cursor.rowcount
-        return total
+            cursor.execute(*compose(
+                f"UPDATE {self.ops.table} SET {{}} WHERE {{}} "
+                f"AND {self.ops.quote('attempts')} = {{}}", assignments(chunk),
+                self.open_condition([row[0] for row in chunk]),
+                self.case_by_id([(row[0], param(row[1])) for row in chunk])))
 
     def case_by_id(self, values: Sequence[tuple[int, Fragment]]) -> Fragment:
         """Each row's own value: ``CASE id WHEN <id> THEN <value> ... END`` (plain SQL, the
@@ -107,39 +111,3 @@ class SettlementSql:
     def per_row(self, column: str, values: Sequence[tuple[int, Fragment]]) -> Fragment:
         """``column`` set to each row's own value (:meth:`case_by_id`)."""
         return compose(f"{self.ops.quote(column)} = {{}}", self.case_by_id(values))
-
-    def renew(self, cursor: Any, ids: Sequence[int], lease: Any, lease_timeout_ms: int) -> int:
-        """Extend the lease of the rows still held under ``lease`` to ``lease_timeout_ms``
-        from now; returns how many were renewed. The lease token (``claimed_at``) stays
-        as it is, so a settlement running at the same time still matches it.
-
-        A row locked by anyone (this relay's own settlement, a DBA's transaction) is
-        skipped, never waited for: no other relay can take a locked row back either, and
-        a renewal stuck behind one lock would let every other row's lease run out."""
-        condition, params = self.settle_condition(ids, lease)
-        q = self.ops.quote
-        if self.ops.skip_locked_sql:
-            cursor.execute(f"SELECT c.{q('id')} FROM {self.ops.table} AS c "
-                           f"WHERE {condition}{self.ops.skip_locked_sql}", params)
-            unlocked = [row[0] for row in cursor.fetchall()]
-            if not unlocked:
-                return 0
-            condition, params = self.settle_condition(unlocked, lease)
-        cursor.execute(
-            f"UPDATE {self.ops.table}{self.renew_hint} SET {q('next_retry_at')} = "
-            f"{self.ops.now_plus_sql()} WHERE {condition}",
-            [self.ops.offset_param(lease_timeout_ms), *params],
-        )
-        return int(cursor.rowcount)
-
-    def release(self, cursor: Any, ids: Sequence[int], lease: Any) -> int:
-        """Hand rows back untouched (the broker was down): pending again, no attempt spent."""
-        condition, params = self.settle_condition(ids, lease)
-        q = self.ops.quote
-        cursor.execute(
-            f"UPDATE {self.ops.table} SET {q('status')} = {PENDING}, {q('claimed_at')} = NULL, "
-            f"{q('next_retry_at')} = NULL "
-            f"WHERE {condition}",
-            params,
-        )
-        return int(cursor.rowcount)

@@ -1,20 +1,11 @@
--- ack [1, 2, 3, '2026-11-21 12:00:00.123']
-UPDATE `outbox` SET `status` = 2, `processed_at` = UTC_TIMESTAMP(3) WHERE `id` IN (%s, %s, %s) AND `status` = 1 AND `claimed_at` = %s;
+-- ack [1, 2, 3]
+UPDATE `outbox` SET `status` = 2, `processed_at` = UTC_TIMESTAMP(3) WHERE `id` IN (%s, %s, %s) AND `status` IN (0, 3);
 
--- fail [4, 1500000, 10, 3000000, 4, 'nack', 10, 'unroutable', 4, 10, '2026-11-21 12:00:00.123']
-UPDATE `outbox` SET `attempts` = `attempts` + 1, `status` = 3, `next_retry_at` = CASE `id` WHEN %s THEN TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)) WHEN %s THEN TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)) END, `last_error` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END WHERE `id` IN (%s, %s) AND `status` = 1 AND `claimed_at` = %s;
+-- fail [4, 1500000, 10, 3000000, 4, 'nack', 10, 'unroutable', 4, 10, 4, 0, 10, 2]
+UPDATE `outbox` SET `attempts` = `attempts` + 1, `status` = 3, `next_retry_at` = CASE `id` WHEN %s THEN TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)) WHEN %s THEN TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)) END, `last_error` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END WHERE `id` IN (%s, %s) AND `status` IN (0, 3) AND `attempts` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END;
 
--- bury [5, 1, 11, 0, 5, 'poison', 11, 'too large', 5, 11, '2026-11-21 12:00:00.123']
-UPDATE `outbox` SET `attempts` = `attempts` + (CASE `id` WHEN %s THEN %s WHEN %s THEN %s END), `status` = 4, `processed_at` = UTC_TIMESTAMP(3), `next_retry_at` = NULL, `last_error` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END WHERE `id` IN (%s, %s) AND `status` = 1 AND `claimed_at` = %s;
-
--- release [6, 7, '2026-11-21 12:00:00.123']
-UPDATE `outbox` SET `status` = 0, `claimed_at` = NULL, `next_retry_at` = NULL WHERE `id` IN (%s, %s) AND `status` = 1 AND `claimed_at` = %s;
-
--- renew [8, 9, '2026-11-21 12:00:00.123']
-SELECT c.`id` FROM `outbox` AS c WHERE `id` IN (%s, %s) AND `status` = 1 AND `claimed_at` = %s FOR UPDATE SKIP LOCKED;
-
--- renew [60000000, 1, 2, '2026-11-21 12:00:00.123']
-UPDATE `outbox` SET `next_retry_at` = TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3)) WHERE `id` IN (%s, %s) AND `status` = 1 AND `claimed_at` = %s;
+-- bury [5, 1, 11, 0, 5, 'poison', 11, 'too large', 5, 11, 5, 4, 11, 0]
+UPDATE `outbox` SET `attempts` = `attempts` + (CASE `id` WHEN %s THEN %s WHEN %s THEN %s END), `status` = 4, `processed_at` = UTC_TIMESTAMP(3), `next_retry_at` = NULL, `last_error` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END WHERE `id` IN (%s, %s) AND `status` IN (0, 3) AND `attempts` = CASE `id` WHEN %s THEN %s WHEN %s THEN %s END;
 
 -- purge ['2026-11-14 00:00:00', 1000]
 DELETE FROM `outbox` WHERE `status` IN (2, 4) AND `processed_at` < %s ORDER BY `status`, `processed_at`, `id` LIMIT %s;

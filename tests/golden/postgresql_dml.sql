@@ -1,20 +1,11 @@
--- ack [[1, 2, 3], '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "status" = 2, "processed_at" = statement_timestamp() WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz;
+-- ack [[1, 2, 3]]
+UPDATE "outbox" SET "status" = 2, "processed_at" = statement_timestamp() WHERE "id" = ANY(%s) AND "status" IN (0, 3);
 
--- fail [4, 1500, 10, 3000, 4, 'nack', 10, 'unroutable', [4, 10], '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "attempts" = "attempts" + 1, "status" = 3, "next_retry_at" = CASE "id" WHEN %s THEN (statement_timestamp() + %s * INTERVAL '1 millisecond') WHEN %s THEN (statement_timestamp() + %s * INTERVAL '1 millisecond') END, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz;
+-- fail [4, 1500, 10, 3000, 4, 'nack', 10, 'unroutable', [4, 10], 4, 0, 10, 2]
+UPDATE "outbox" SET "attempts" = "attempts" + 1, "status" = 3, "next_retry_at" = CASE "id" WHEN %s THEN (statement_timestamp() + %s * INTERVAL '1 millisecond') WHEN %s THEN (statement_timestamp() + %s * INTERVAL '1 millisecond') END, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" = ANY(%s) AND "status" IN (0, 3) AND "attempts" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END;
 
--- bury [5, 1, 11, 0, 5, 'poison', 11, 'too large', [5, 11], '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "attempts" = "attempts" + (CASE "id" WHEN %s THEN %s WHEN %s THEN %s END), "status" = 4, "processed_at" = statement_timestamp(), "next_retry_at" = NULL, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz;
-
--- release [[6, 7], '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "status" = 0, "claimed_at" = NULL, "next_retry_at" = NULL WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz;
-
--- renew [[8, 9], '2026-11-21 12:00:00.123']
-SELECT c."id" FROM "outbox" AS c WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz FOR UPDATE OF c SKIP LOCKED;
-
--- renew [60000, [1, 2], '2026-11-21 12:00:00.123']
-UPDATE "outbox" SET "next_retry_at" = (statement_timestamp() + %s * INTERVAL '1 millisecond') WHERE "id" = ANY(%s) AND "status" = 1 AND "claimed_at" = %s::timestamptz;
+-- bury [5, 1, 11, 0, 5, 'poison', 11, 'too large', [5, 11], 5, 4, 11, 0]
+UPDATE "outbox" SET "attempts" = "attempts" + (CASE "id" WHEN %s THEN %s WHEN %s THEN %s END), "status" = 4, "processed_at" = statement_timestamp(), "next_retry_at" = NULL, "last_error" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END WHERE "id" = ANY(%s) AND "status" IN (0, 3) AND "attempts" = CASE "id" WHEN %s THEN %s WHEN %s THEN %s END;
 
 -- purge ['2026-11-14 00:00:00', 1000]
 DELETE FROM "outbox" WHERE "id" IN (SELECT "id" FROM "outbox" WHERE "status" IN (2, 4) AND "processed_at" < %s::timestamptz LIMIT %s FOR UPDATE SKIP LOCKED);
