@@ -4,6 +4,7 @@ database session surviving between transactions (:mod:`tests.pgbouncer`)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 
 from .pgbouncer import PgBouncer, running_pgbouncer
-from .relay_process import start_relay
+from .relay_process import start_relay, wait_until
 from .test_admin import DEAD, client_for, make_event, post_action, staff_user
 from .test_relay_crashes import published, settings_for
 
@@ -46,20 +47,29 @@ def through(bouncer: PgBouncer) -> Iterator[None]:
 
 
 @pytest.mark.slow
-def test_relays_taking_turns_on_one_server_session_deliver_everything_in_order(
+def test_relays_sharing_buckets_on_one_server_session_deliver_everything_in_order(
         bouncer: PgBouncer, tmp_path: Path) -> None:
     out = tmp_path / "published.jsonl"
     with transaction.atomic():
         message_ids = publish_events([NewEvent("t", {"n": n}, "order", f"o{n % 20}")
                               for n in range(2000)])
     logs = [tmp_path / f"relay{n}.log" for n in range(3)]
-    relays = [start_relay(settings_for(out), "--until-empty", "--batch-size", "50", log=log,
-                          db_port=bouncer.port) for log in logs]
-    codes = [relay.wait(120) for relay in relays]
+    # Relays that share the buckets, their bucket leases and their batches in flight
+    # kept in tables, never in a server session.
+    relays = [start_relay(settings_for(out), "--poll-interval", "0.1", "--batch-size", "50",
+                          log=log, db_port=bouncer.port) for log in logs]
+    try:
+        wait_until(lambda: not OutboxEvent.objects.open().exists(), timeout=120,
+                   what="the relays to deliver everything")
+    finally:
+        for relay in relays:
+            relay.send_signal(signal.SIGTERM)
+    codes = [relay.wait(60) for relay in relays]
     texts = [log.read_text() for log in logs]
     assert codes == [0, 0, 0], texts
-    # The first relay's prepared claim stays in the one server session; the others met
-    # it there ("already exists"), stopped preparing and went on.
+    assert all("3 relay(s) share the work" in text for text in texts), texts
+    # Each relay's prepared claim meets the others' in the one server session ("already
+    # exists"): those stopped preparing and went on.
     assert any("lost a prepared statement" in text for text in texts), texts
 
     assert list(OutboxEvent.objects.values_list("status", "attempts").distinct()) == [
