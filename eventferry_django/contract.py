@@ -5,6 +5,7 @@ range check is written from these."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from enum import IntEnum
@@ -48,6 +49,12 @@ MAX_BATCH = 10_000
 BUCKETS = 256
 
 
+#: Aggregates whose bucket is remembered: a relay works out the buckets of every batch
+#: it claims and settles, and a few thousand busy aggregates make most of any backlog.
+BUCKET_CACHE = 65_536
+
+
+@functools.lru_cache(maxsize=BUCKET_CACHE)
 def bucket_of(aggregate_id: str) -> int:
     """The bucket of ``aggregate_id`` (0 to :data:`BUCKETS` - 1): the first byte of the
     MD5 digest of its UTF-8 text, so every process, and every language and database that

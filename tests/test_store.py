@@ -290,7 +290,7 @@ def test_a_hot_aggregates_head_probe_stays_a_seek_in_the_generic_plan() -> None:
     # per claim at 20,000 rows): the 1-aggregate drain never finished.
     publish(*["hot"] * 3000)
     sql, slots = OutboxStore().dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
-    params = bind(slots, window=1000, heads=500, in_flight=[])
+    params = bind(slots, window=1000, heads=500, in_flight="[]")
     numbers = itertools.count(1)
     sql = re.sub("%s", lambda _: f"${next(numbers)}", sql)
     with transaction.atomic(), connection.cursor() as cursor:
@@ -323,7 +323,7 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
         cursor.execute(store.dialect.statistics.refresh_statistics_sql())
         # Asking for more heads than there are: the walk reads its whole window.
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
-                       bind(slots, heads=500, window=1000, in_flight=[]))
+                       bind(slots, heads=500, window=1000, in_flight="[]"))
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     buffers = plan[0]["Plan"]["Shared Hit Blocks"] + plan[0]["Plan"]["Shared Read Blocks"]

@@ -7,6 +7,7 @@ needed; the claim index is a true partial index with INCLUDE columns.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -308,8 +309,14 @@ class PostgresqlClaim(ClaimSql):
         """`` AND`` the row's aggregate has no rows in flight."""
         # NOT IN an uncorrelated subquery: PostgreSQL hashes it once per claim, where
         # ``<> ALL(array)`` compares every candidate with every aggregate in flight.
+        # Bound as one JSON text (in_flight_param), as the other vendors bind them:
+        # psycopg dumps a list of text element by element in Python, 2 us per event of
+        # the relay's CPU at a 1,000-aggregate drain.
         return compose(f" AND {alias}.{self.ops.quote('aggregate_id')} NOT IN "
-                       "(SELECT unnest({}::text[]))", param(IN_FLIGHT))
+                       "(SELECT json_array_elements_text({}::json))", param(IN_FLIGHT))
+
+    def in_flight_param(self, aggregates: Sequence[str]) -> Any:
+        return json.dumps(list(aggregates))
 
     def passing_sql(self, window: Callable[[Fragment], Fragment],
                     count: Fragment | None = None) -> Fragment:
