@@ -5,6 +5,7 @@
 - :mod:`.planner`: how much each claim asks for, and which claimed rows go out;
 - :mod:`.flight`: the batches handed to the publishing thread (:mod:`.sender`);
 - :mod:`.settlement`: acks, retries (:mod:`.retry`), burials, hand-backs, their counts;
+- :mod:`.ownership`: which buckets the relay works on, started and stopped with it;
 - :mod:`.bucket_holder`: the relay's bucket leases, taken, renewed and released;
 - :mod:`.membership`: which buckets are this relay's share (:mod:`.bucket_filler` gives
   rows written without one theirs);

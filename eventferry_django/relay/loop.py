@@ -9,8 +9,8 @@ The relay keeps ``BATCHES_IN_FLIGHT`` batches on the move (:mod:`.flight`): whil
 publishing thread (:mod:`.sender`) hands one to the broker, the relay's thread settles
 another (:mod:`.settlement`) and claims its successor (:mod:`.claimer`, which asks
 :mod:`.planner` what to claim). It claims only from the buckets it holds leases on
-(:mod:`.bucket_holder`, which takes the buckets :mod:`.membership` names as this
-relay's share), and publishes nothing once those leases may have run out;
+(:mod:`.ownership`: the buckets :mod:`.membership` names as this relay's share, held by
+:mod:`.bucket_holder`), and publishes nothing once those leases may have run out;
 :mod:`.reporting` says what it does.
 """
 
@@ -26,16 +26,12 @@ from django.db import Error, close_old_connections, connections
 from .. import metrics
 from ..conf import EventferrySettings, get_settings
 from ..publishers.base import BrokerUnavailable, OutboundMessage, Publisher, PublishResult
-from ..store.bucket_leases import BucketLeases
-from ..store.claim import ALL_BUCKETS
 from ..store.outbox import ClaimedEvent, OutboxStore
-from ..store.registry import RelayRegistry
-from .bucket_filler import BucketFiller
-from .bucket_holder import BucketHolder, LeasesLapsed
+from .bucket_holder import LeasesLapsed
 from .claimer import Claimer
 from .config import RelayConfig, build_publisher
 from .flight import Batch, InFlight
-from .membership import Membership
+from .ownership import BucketOwnership
 from .planner import ClaimPlanner, refused_heads_alone
 from .reporting import PassResult, RelayReporter, RelayStats, logger
 from .sender import Sender
@@ -74,18 +70,12 @@ class Relay:
                                     max_events=config.max_events)
         #: Batches a fresh start claims, one after the other.
         self.batches = 1 if config.once else config.batches_in_flight
-        instance = self.store.instance
-        self.holder = BucketHolder(BucketLeases(self.store.alias), self.store.journal,
-                                   instance, config.claim_timeout)
-        #: Buckets shared out where the vendor can, unless the relay drains and exits: a
-        #: relay that does not share wants every bucket, and waits as a standby while
-        #: another holds them.
+        #: Buckets shared out where the vendor can, unless the relay drains and exits.
         drains = config.once or config.until_empty
-        shares = self.store.dialect.features.shares_aggregates and not drains
-        self.membership = Membership(
-            RelayRegistry(self.store.alias), config.relay_id, config.claim_timeout,
-            instance=instance, filler=BucketFiller(self.store, config.relay_id),
-            on_share=self._share) if shares else None
+        self.ownership = BucketOwnership(
+            self.store, config,
+            shares=self.store.dialect.features.shares_aggregates and not drains)
+        self.holder = self.ownership.holder
         self.claimer = Claimer(self.store, self.planner, self.holder, self.stats)
         self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
                                       progress_interval=config.progress_interval)
@@ -98,7 +88,6 @@ class Relay:
         self.settler = Settler(self.store, self.claimer, self.in_flight, self.reporter,
                                self.stats, max_attempts=config.max_attempts,
                                backoff=self.settings.backoff)
-        self._leased = False
         self._stopping = False
         #: The name of the signal that asked the relay to stop; None until one comes.
         self._signalled: str | None = None
@@ -119,9 +108,6 @@ class Relay:
         may_idle = not (self.config.once or self.config.until_empty)
         if may_idle:
             self.waker.start()
-        # Each run takes its buckets anew: the last one let them go on its way out.
-        self.holder.want(ALL_BUCKETS)
-        self._leased = False
         idle_sleep, error_sleep = MIN_IDLE_SLEEP, self.config.error_backoff
         interrupted = True
         if not self._announced:
@@ -129,9 +115,7 @@ class Relay:
             self.reporter.starting(self.describe())
         self.reporter.running(time.monotonic())
         try:
-            if self.membership is not None:
-                self.membership.start()
-            self.holder.start()
+            self.ownership.start()
             while not self._stopping:
                 close_old_connections()
                 try:
@@ -167,10 +151,7 @@ class Relay:
             try:
                 self._wind_down(interrupted)
             finally:
-                self.holder.stop()
-                self._release_buckets()
-                if self.membership is not None:
-                    self.membership.stop()
+                self.ownership.stop(release=not len(self.in_flight))
                 if may_idle:
                     self.waker.stop()
             # A publishing thread still stuck with an unanswering broker keeps the
@@ -186,7 +167,7 @@ class Relay:
         batches one after the other and send them all first. Raises on a database or
         broker outage (after handing back what the database allows), and
         :class:`LeasesLapsed` when the relay must not publish what it holds."""
-        self._hold_leases()
+        self.ownership.hold()
         self.settler.catch_up()
         if not len(self.in_flight):
             for _ in range(self.batches):
@@ -207,18 +188,6 @@ class Relay:
         return self._settle(batch, results, claim_next=not (self._stopping or self.config.once))
 
     # -- one pass ----------------------------------------------------------------------
-    def _hold_leases(self) -> None:
-        """Take the buckets before the first claim, on this thread (a relay that drains
-        and exits would otherwise find nothing held and stop); the holder's own thread
-        renews them from then on."""
-        if not self._leased:
-            self.holder.tick()
-            self._leased = True
-
-    def _share(self, buckets: tuple[int, ...] | None) -> None:
-        """The membership's view of this relay's share (None: every bucket)."""
-        self.holder.want(ALL_BUCKETS if buckets is None else buckets)
-
     def _settle(self, batch: Batch, results: list[PublishResult], *, claim_next: bool
                 ) -> PassResult:
         """Settle ``batch`` and, with ``claim_next``, claim and send the next one."""
@@ -277,19 +246,8 @@ class Relay:
         already); take buckets anew."""
         self.stats.errors += 1
         logger.warning("%s; handed back what was in flight, taking buckets anew", exc)
-        self._leased = False
+        self.ownership.lapsed()
         self._pause(MIN_IDLE_SLEEP)
-
-    def _release_buckets(self) -> None:
-        """Let every bucket go once nothing is in flight, so another relay takes them at
-        once instead of when their leases run out."""
-        if len(self.in_flight):
-            return
-        try:
-            self.holder.release_all()
-        except Error as exc:
-            logger.info("could not release the bucket leases (%s); they run out in %gs",
-                        exc, self.config.claim_timeout)
 
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
