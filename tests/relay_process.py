@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,3 +79,49 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def freeze_between_transactions(process: subprocess.Popen[bytes], *tables: str) -> None:
+    """SIGSTOP ``process`` at a moment it holds no lock on any of ``tables`` (quoted).
+
+    A process frozen inside a transaction keeps its locks until it runs again (SQLite's
+    is the whole database), so no other relay could take over from it: that is not the
+    pause a test of a stale relay means. Its transactions are short, so freezing it
+    again a moment later finds it between two."""
+    for _ in range(100):
+        process.send_signal(signal.SIGSTOP)
+        if not any(_locked(table) for table in tables):
+            return
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
+    raise AssertionError(f"process {process.pid} held a lock on {', '.join(tables)} at "
+                         "every try")
+
+
+def _locked(table: str) -> bool:
+    """Whether another session holds a lock on ``table`` that a writer would wait for."""
+    if connection.vendor == "sqlite":
+        # A second connection: Django's waits out its busy timeout on a locked database.
+        probe = sqlite3.connect(connection.settings_dict["NAME"], timeout=0,
+                                isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            probe.close()
+        return False
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_nowait_lock_sql(table))
+            cursor.fetchall()
+    except DatabaseError:
+        return True
+    return False
+
+
+def _nowait_lock_sql(table: str) -> str:
+    if connection.vendor == "microsoft":
+        return f"SELECT 1 FROM {table} WITH (UPDLOCK, ROWLOCK, NOWAIT)"
+    return f"SELECT 1 FROM {table} FOR UPDATE NOWAIT"

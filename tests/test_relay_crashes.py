@@ -17,7 +17,7 @@ from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.store.outbox import OutboxStore
 
 from .engine_gaps import babelfish_gap
-from .relay_process import start_relay, wait_until
+from .relay_process import freeze_between_transactions, start_relay, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -99,7 +99,7 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     slow = start_relay(settings_for(out, claim_timeout=1, delay=3), "--once",
                        log=tmp_path / "slow.log")
     wait_until(lambda: len(published(out)) == 1, what="the slow relay to publish")
-    slow.send_signal(signal.SIGSTOP)
+    freeze_between_transactions(slow, bucket_table(), journal_table())
     try:
         time.sleep(1.5)
         fast = start_relay(settings_for(out, claim_timeout=1), "--until-empty",
@@ -173,6 +173,10 @@ def _backends_waiting_in_a_claim() -> list[int]:
 
 def journal_table() -> str:
     return OutboxStore().dialect.name.in_flight.quoted(connection.vendor)
+
+
+def bucket_table() -> str:
+    return OutboxStore().dialect.name.bucket_leases.quoted(connection.vendor)
 
 
 def _backend_alive(pid: int) -> bool:
