@@ -72,15 +72,24 @@ def assert_head_probes_seek(plan: list[dict[str, Any]]) -> None:
         assert "filesort" not in str(probe["extra"]).lower(), plan
 
 
-def test_the_oldest_first_walk_reads_the_claim_index(deep_outbox: None) -> None:
+def test_the_oldest_first_window_reads_the_claim_index_in_id_order(deep_outbox: None
+                                                                  ) -> None:
+    # Never the primary key through the done history, and no sort of the fresh rows.
     dialect = OutboxStore().dialect
-    sql, params = dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
-    plan = explain(sql, bind(params, heads=10, window=20))
-    # The walk and its window both read the claim index, never the primary key through
-    # the done history.
+    sql, params = dialect.claim.oldest_window_sql()  # type: ignore[attr-defined]
+    plan = explain(sql, bind(params, window=20))
     assert plan[0]["key"] == dialect.name.claim_index, plan
-    windows = [row for row in plan if "DERIVED" in str(row["select_type"])]
-    assert windows and all(row["key"] == dialect.name.claim_index for row in windows), plan
+    assert "filesort" not in str(plan[0]["extra"]).lower(), plan
+
+
+def test_the_fresh_heads_are_probed_by_key(deep_outbox: None) -> None:
+    dialect = OutboxStore().dialect
+    ids = list(OutboxEvent.objects.filter(status=Status.PENDING).order_by("id")
+               .values_list("id", flat=True)[:20])
+    sql, params = dialect.claim.fresh_heads_sql(ids)  # type: ignore[attr-defined]
+    plan = explain(sql, bind(params, heads=10))
+    assert plan[0]["type"] == "range", plan  # the candidates' keys, nothing else
+    assert int(plan[0]["rows"]) <= 20, plan
     assert_head_probes_seek(plan)
 
 

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from eventferry_django.naming import TableName
 from eventferry_django.store import VENDORS, dialect_for
-from eventferry_django.store.claim import ALL_BUCKETS, IN_FLIGHT_READS, ClaimRequest
+from eventferry_django.store.claim import ALL_BUCKETS, ClaimRequest
 from eventferry_django.store.microsoft import MicrosoftDialect
 from eventferry_django.store.microsoft_claim import MicrosoftClaim
 from eventferry_django.store.sql import Fragment, Slot
@@ -100,19 +100,19 @@ def one_id_each(sql: str, values: list[Any]) -> tuple[str, list[Any]]:
 
 #: Requests that, between them, send every statement of every vendor's claim.
 REQUESTS = [
-    ClaimRequest(500, max_chain=2),
-    ClaimRequest(500, max_chain=2, buckets=(7,)),
+    ClaimRequest(500, max_chain=2, passing=300),
+    ClaimRequest(500, max_chain=2, buckets=(7,), passing=300),
     ClaimRequest(500, max_chain=1),
     ClaimRequest(500, max_chain=1, buckets=(7,)),
 ]
 
 
-def bound(vendor: str, slot: str, value: Any) -> tuple[Any, ...]:
-    """The values a slot may be sent with: the request's, and on MariaDB, whose windows
-    and walks bind their sizes themselves, those read four times as wide as well (the
-    aggregates in flight are passed over after the read)."""
-    if vendor == "mysql" and slot in ("window", "heads"):
-        return value, value * IN_FLIGHT_READS
+def bound(vendor: str, slot: str, value: Any, request: ClaimRequest) -> tuple[Any, ...]:
+    """The values a slot may be sent with: the request's, and on MariaDB, whose reads of
+    overdue rows bind their size themselves, as many more heads as rows are passed over
+    (an overdue row in flight is found, then passed over)."""
+    if vendor == "mysql" and slot == "heads":
+        return value, value + request.passing
     return (value,)
 
 
@@ -137,7 +137,7 @@ def test_the_claim_sends_the_committed_statements_and_each_of_them(vendor: str) 
             for value, slot in zip(values, params, strict=True):
                 # The request's own slots; a candidate's, a head's or a bucket's vary.
                 if isinstance(slot, Slot) and slot in slots:
-                    assert value in bound(vendor, slot, slots[slot]), (vendor, name, slot)
+                    assert value in bound(vendor, slot, slots[slot], request), (vendor, name, slot)
     assert used == set(statements), f"never sent: {set(statements) - used}"
 
 
@@ -164,9 +164,11 @@ def test_a_claim_binds_the_requests_own_values(vendor: str) -> None:
     assert ClaimRequest(10, heads=50).most_heads == 10
 
 
-def test_a_claim_read_oldest_first_reads_twice_its_heads() -> None:
+def test_a_claim_reads_twice_its_heads_and_the_rows_it_passes_over() -> None:
     assert ClaimRequest(500).window == 1000
+    assert ClaimRequest(500, passing=1000).window == 2000
     assert ClaimRequest(500, buckets=ALL_BUCKETS).window == 4
+    assert ClaimRequest(500, buckets=ALL_BUCKETS, passing=500).window == 6
     assert ClaimRequest(500, buckets=(1,)).window == 1000
 
 

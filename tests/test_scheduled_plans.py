@@ -105,7 +105,7 @@ def test_the_claim_reads_none_of_the_rows_scheduled_ahead(scheduled_outbox: None
     else:
         claim = dialect.claim
         read = sum(rows_read(sql, bind(params, **slots))
-                   for sql, params in (claim.oldest_heads_sql(),  # type: ignore[attr-defined]
+                   for sql, params in (claim.oldest_window_sql(),  # type: ignore[attr-defined]
                                        claim.overdue_heads_sql()))  # type: ignore[attr-defined]
     assert read < 500, read
     claimed = OutboxStore().claim(10)

@@ -289,7 +289,7 @@ def test_a_hot_aggregates_head_probe_stays_a_seek_in_the_generic_plan() -> None:
     # aggregate was a hash anti-join comparing every candidate with every open row (32 s
     # per claim at 20,000 rows): the 1-aggregate drain never finished.
     publish(*["hot"] * 3000)
-    sql, slots = OutboxStore().dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
+    sql, slots = OutboxStore().dialect.claim.fresh_heads_sql(False)  # type: ignore[attr-defined]
     params = bind(slots, window=1000, heads=500, in_flight="[]")
     numbers = itertools.count(1)
     sql = re.sub("%s", lambda _: f"${next(numbers)}", sql)
@@ -316,12 +316,12 @@ def test_a_hot_aggregates_done_rows_do_not_slow_the_probe_of_each_row_behind_its
     for _ in range(6):
         claimed = store.claim(500)
         store.settle(Settlement(claimed[0].batch, delivered=claimed))
-    sql, slots = store.dialect.claim.oldest_heads_sql()  # type: ignore[attr-defined]
+    sql, slots = store.dialect.claim.fresh_heads_sql(False)  # type: ignore[attr-defined]
     with transaction.atomic(), connection.cursor() as cursor:
         # With the statistics a relay keeps (store/statistics.py), not whatever an earlier
         # test left behind: the plan, not the planner's guess, is what is measured here.
         cursor.execute(store.dialect.statistics.refresh_statistics_sql())
-        # Asking for more heads than there are: the walk reads its whole window.
+        # Asking for more heads than there are: the whole window is read.
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}",
                        bind(slots, heads=500, window=1000, in_flight="[]"))
         plan = cursor.fetchone()[0]

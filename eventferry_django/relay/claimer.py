@@ -38,15 +38,17 @@ class Claimer:
         self._found_nothing = False
 
     def claim(self, settlement: Settlement | None = None, *, in_flight: Sequence[str] = (),
-              rows_in_flight: int = 0, claim: bool = True
+              rows_in_flight: int = 0, settling: int = 0, claim: bool = True
               ) -> tuple[int, list[ClaimedEvent], float]:
-        """Settle ``settlement`` and, with ``claim``, claim the next batch, passing over
-        the aggregates ``in_flight`` (leaving ``rows_in_flight`` out of
+        """Settle ``settlement`` (a batch of ``settling`` rows) and, with ``claim``, claim
+        the next batch, passing over the aggregates ``in_flight`` and their
+        ``rows_in_flight`` rows (which with the settled rows are left out of
         ``--max-events``): one transaction. Returns how many settled rows were still
         ours, what was claimed and how long it took."""
         with self.holder.claiming() as buckets:
-            request = (self.planner.next_claim(buckets, claimed=self.stats.claimed,
-                                               in_flight=rows_in_flight) if claim else None)
+            request = (self.planner.next_claim(
+                buckets, claimed=self.stats.claimed, in_flight=settling + rows_in_flight,
+                passing=rows_in_flight) if claim else None)
             started = time.perf_counter()
             if settlement is not None:
                 settled, events = self.store.settle(settlement, claim=request,

@@ -65,13 +65,14 @@ class ClaimPlanner:
         self.max_events = max_events
 
     def next_claim(self, buckets: tuple[int, ...] | None, *, claimed: int = 0,
-                   in_flight: int = 0) -> ClaimRequest | None:
+                   in_flight: int = 0, passing: int = 0) -> ClaimRequest | None:
         """The next claim from ``buckets`` (None: every bucket, oldest first), given how
-        many rows were claimed so far and how many are in flight; None when
-        ``max_events`` leaves nothing to ask for, or no bucket is held."""
+        many rows were claimed so far and how many are in flight, ``passing`` of them in
+        the batches the claim passes over; None when ``max_events`` leaves nothing to ask
+        for, or no bucket is held."""
         rows = self.batch_size
         if self.max_events is not None:
             rows = min(rows, self.max_events - claimed - in_flight)
         if rows <= 0 or buckets == ():
             return None
-        return ClaimRequest(rows, max_chain=self.max_chain, buckets=buckets)
+        return ClaimRequest(rows, max_chain=self.max_chain, buckets=buckets, passing=passing)

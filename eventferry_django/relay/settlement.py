@@ -62,7 +62,7 @@ class Settler:
         try:
             settled, claimed, settled_in = self.claimer.claim(
                 settlement, in_flight=self.in_flight.aggregates,
-                rows_in_flight=len(batch.events) + self.in_flight.rows, claim=claim)
+                rows_in_flight=self.in_flight.rows, settling=len(batch.events), claim=claim)
         except Error:
             # Published but not settled: settle it first thing next pass, so a database
             # hiccup does not leave the batch to a takeover (and a second publication).

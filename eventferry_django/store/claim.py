@@ -24,13 +24,16 @@ a bounded window of them, never the whole backlog, however deep it is:
   by a writer that leaves it out) are left to the bucket filler
   (:mod:`~.bucket_fill`), which gives them theirs.
 
-Each window is read :data:`IN_FLIGHT_READS` times as wide and the aggregates in flight
-passed over after the read (see there). An aggregate in flight, or whose front rows wait
-behind a row not yet claimable (a retry waiting for its time), is passed over until that
-row is settled or due: its rows are then the oldest of their window, and come first.
-Read oldest first, a few busy aggregates whose backlog fills the whole window hold the
-younger rows of the others back until that backlog is done, as a queue does; bucket by
-bucket, only those of their own bucket.
+The rows of the relay's batches in flight are still pending, at the front of the
+windows: the windows are wider by the request's :attr:`ClaimRequest.passing` rows (spread
+evenly over the buckets, bucket by bucket), and the aggregates in flight are passed over
+after the read, so a bucket whose every aggregate is in flight costs a claim its window,
+not its whole backlog. An aggregate in flight, or
+whose front rows wait behind a row not yet claimable (a retry waiting for its time), is
+passed over until that row is settled or due: its rows are then the oldest of their
+window, and come first. Read oldest first, a few busy aggregates whose backlog fills the
+whole window hold the younger rows of the others back until that backlog is done, as a
+queue does; bucket by bucket, only those of their own bucket.
 
 **Overdue rows.** Due retries and scheduled rows whose time has come are few, found apart
 in the claim index: of the request's buckets only, bucket by bucket, and of every bucket
@@ -57,24 +60,20 @@ ALL_BUCKETS: tuple[int, ...] = tuple(range(BUCKETS))
 #: its rows, and its front rows are no heads.
 WINDOW_SPREAD = 2
 
-#: How many times as wide as its window a claim reads each window, to pass over the
-#: aggregates in flight there: their rows are still pending. The read is bounded, so a
-#: bucket whose every aggregate is in flight costs a claim that many rows, not the
-#: bucket's whole backlog.
-IN_FLIGHT_READS = 4
-
 
 @dataclass(frozen=True)
 class ClaimRequest:
     """What one claim asks for: up to ``rows`` rows (1..10,000) of at most ``heads``
     aggregates, each head with up to ``max_chain`` - 1 open rows of its aggregate behind
     it. Fresh rows are read oldest first, or with ``buckets`` bucket by bucket from
-    those buckets only, overdue rows of those buckets only (see the module's docstring)."""
+    those buckets only, overdue rows of those buckets only; ``passing`` is how many rows
+    the relay has in flight, which the claim passes over (see the module's docstring)."""
 
     rows: int
     heads: int | None = None
     max_chain: int = 1
     buckets: tuple[int, ...] | None = None
+    passing: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.rows <= MAX_BATCH:
@@ -83,6 +82,8 @@ class ClaimRequest:
                 not self.buckets or not set(self.buckets) <= set(ALL_BUCKETS)):
             raise EventferryError(f"a claim reads one or more buckets of 0..{BUCKETS - 1}, "
                                   f"got {self.buckets!r}.")
+        if self.passing < 0:
+            raise EventferryError(f"a claim passes over 0 or more rows, got {self.passing!r}.")
 
     @property
     def most_heads(self) -> int:
@@ -93,7 +94,7 @@ class ClaimRequest:
     def window(self) -> int:
         """The fresh rows read: of each bucket, or in all (see the module's
         docstring)."""
-        reads = WINDOW_SPREAD * self.most_heads
+        reads = WINDOW_SPREAD * self.most_heads + self.passing
         return reads if self.buckets is None else max(1, -(-reads // len(self.buckets)))
 
 

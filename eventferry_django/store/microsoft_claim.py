@@ -7,10 +7,10 @@ aggregate by wait for it (READCOMMITTEDLOCK alone)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
+from .claim import ClaimRequest, ClaimSql
 from .microsoft_schema import MicrosoftSchema
 from .ops import SqlOps
 from .sql import (
@@ -216,53 +216,41 @@ class MicrosoftCandidates:
         )
 
     def oldest_sql(self) -> Fragment:
-        """The first :data:`~.sql.WINDOW` fresh rows in id order (a claim read oldest
-        first), rows without a bucket among them."""
+        """The first row of each aggregate in the first :data:`~.sql.WINDOW` fresh rows in
+        id order (a claim read oldest first), rows without a bucket among them."""
         q = self.ops.quote
+        window = compose(
+            f"SELECT TOP ({{}}) f.{q('id')}, f.{q('aggregate_id')}\n"
+            f"                FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
+            "                WHERE {}\n"
+            f"                ORDER BY f.{q('id')}", param(WINDOW), self.claim.fresh_sql("f"))
+        return self.firsts_sql(compose("(\n            {}\n    ) AS w", window))
 
-        def window(count: Fragment) -> Fragment:
-            return compose(
-                f"SELECT TOP ({{}}) f.{q('id')}, f.{q('aggregate_id')}\n"
-                f"                FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
-                "                WHERE {}\n"
-                f"                ORDER BY f.{q('id')}", count, self.claim.fresh_sql("f"))
-        return compose(f"SELECT w.{q('id')} FROM (\n    {{}}\n) AS w",
-                       self.passing_sql(window, param(WINDOW)))
+    def bucket_sql(self) -> Fragment:
+        """The first row of each aggregate in the windows of the buckets in
+        :data:`~.sql.BUCKETS` (a claim read bucket by bucket)."""
+        q = self.ops.quote
+        bucket = compose("= b.{}", (q("bucket"), []))
+        return self.firsts_sql(compose(
+            f"{_BUCKETS_SQL}\n    CROSS APPLY (\n            {{}}\n    ) AS w", param(BUCKETS),
+            self.claim.window_sql(bucket, param(WINDOW))))
+
+    def firsts_sql(self, windows: Fragment) -> Fragment:
+        """Of the rows of ``windows`` (``w``), the aggregates in flight passed over, the
+        first row of each aggregate, which alone can be a head."""
+        q = self.ops.quote
+        return compose(
+            f"SELECT x.{q('id')} FROM (\n"
+            f"    SELECT w.{q('id')}, ROW_NUMBER() OVER (\n"
+            f"        PARTITION BY w.{q('aggregate_id')} ORDER BY w.{q('id')}) AS [first]\n"
+            "    FROM {}\n"
+            "    WHERE {}\n"
+            ") AS x\n"
+            "WHERE x.[first] = 1",
+            windows, self.not_in_flight("w"))
 
     def not_in_flight(self, alias: str) -> Fragment:
         """The row's aggregate has no rows in flight (``@in_flight``)."""
         q = self.ops.quote
         return (f"NOT EXISTS (SELECT 1 FROM @in_flight AS i "
                 f"WHERE i.{q('aggregate_id')} = {alias}.{q('aggregate_id')})"), []
-
-    def passing_sql(self, window: Callable[[Fragment], Fragment], count: Fragment
-                    ) -> Fragment:
-        """A window of ``count`` rows: ``window`` read :data:`~.claim.IN_FLIGHT_READS`
-        times as wide, then the aggregates in flight passed over (as on PostgreSQL: a
-        bounded read, whatever is in flight)."""
-        q = self.ops.quote
-        return compose(
-            f"SELECT TOP ({{}}) p.{q('id')}, p.{q('aggregate_id')} FROM (\n"
-            "                {}\n"
-            f"            ) AS p WHERE {{}} ORDER BY p.{q('id')}",
-            count, window(compose(f"{{}} * {IN_FLIGHT_READS}", count)),
-            self.not_in_flight("p"))
-
-    def bucket_sql(self) -> Fragment:
-        """Of the windows of the buckets in :data:`~.sql.BUCKETS`, the first row of each
-        aggregate, which alone can be a head (a claim read bucket by bucket)."""
-        q = self.ops.quote
-        bucket = compose("= b.{}", (q("bucket"), []))
-        return compose(
-            f"SELECT x.{q('id')} FROM (\n"
-            f"    SELECT w.{q('id')}, ROW_NUMBER() OVER (\n"
-            f"        PARTITION BY w.{q('aggregate_id')} ORDER BY w.{q('id')}) AS [first]\n"
-            f"    FROM {_BUCKETS_SQL}\n"
-            "    CROSS APPLY (\n"
-            "            {}\n"
-            "    ) AS w\n"
-            ") AS x\n"
-            "WHERE x.[first] = 1",
-            param(BUCKETS),
-            self.passing_sql(lambda count: self.claim.window_sql(bucket, count), param(WINDOW)),
-        )

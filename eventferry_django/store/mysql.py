@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ..contract import OPEN
 from ..naming import TableName
 from .base import Dialect
-from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .inbox_sql import InboxSql
 from .ops import SqlOps
@@ -238,8 +238,7 @@ class MysqlClaim(ClaimSql):
     """The claim as several plain reads in the caller's transaction (no LATERAL here):
     read the windows (oldest first, or of each bucket), probe the first row of each
     aggregate in them as a head, find the overdue heads, read their chains, read the
-    rows back. Each window and walk is read :data:`~.claim.IN_FLIGHT_READS` times as
-    wide, and the aggregates in flight are passed over here, after the read (bound in
+    rows back. The aggregates in flight are passed over here, after the reads (bound in
     each of the windows' statements instead, they would be sent once a bucket). Plain
     reads see one snapshot a statement (READ COMMITTED, Django's default for MySQL), and
     each head is judged in the statement that finds it, so none is judged again."""
@@ -252,9 +251,7 @@ class MysqlClaim(ClaimSql):
             ) -> list[tuple[Any, ...]]:
         passing = set(in_flight)
         slots = self.slots(request)
-        wide = dict(slots, window=slots["window"] * IN_FLIGHT_READS,
-                    heads=slots["heads"] * IN_FLIGHT_READS)
-        found = [row for row in self._heads(cursor, request, wide, passing)
+        found = [row for row in self._heads(cursor, request, slots, passing)
                  if row[1] not in passing][:slots["heads"]]
         if not found:
             return []
@@ -265,14 +262,10 @@ class MysqlClaim(ClaimSql):
                passing: Collection[str]) -> list[tuple[Any, ...]]:
         """The candidate heads, fresh (oldest first or bucket by bucket) and overdue, in
         id order: more than the claim takes, cut by the caller."""
-        if request.buckets is None:
-            sql, params = self.oldest_heads_sql()
-            cursor.execute(sql, bind(params, **slots))
-            found = list(cursor.fetchall())
-        else:
-            found = self.bucket_heads(cursor, request.buckets, slots, passing)
+        found = self.fresh_heads(cursor, request.buckets, slots, passing)
         sql, params = self.overdue_heads_sql(request.buckets)
-        cursor.execute(sql, bind(params, **slots))
+        # An overdue row in flight is still a head: found, then passed over.
+        cursor.execute(sql, bind(params, **dict(slots, heads=slots["heads"] + request.passing)))
         return sorted(found + list(cursor.fetchall()))
 
     def _chained(self, cursor: Any, request: ClaimRequest, heads: list[tuple[Any, ...]]
@@ -291,8 +284,9 @@ class MysqlClaim(ClaimSql):
         """Shown for one bucket (:data:`BUCKET`), one candidate and one head
         (:data:`ID`): the statements built per request repeat their bucket's,
         candidate's or head's part."""
-        return {"oldest_heads": self.oldest_heads_sql(), "bucket_windows": self.windows_sql(1),
-                "bucket_heads": self.bucket_heads_sql([ID]),
+        return {"oldest_window": self.oldest_window_sql(),
+                "bucket_windows": self.windows_sql(1),
+                "fresh_heads": self.fresh_heads_sql([ID]),
                 "overdue_heads": self.overdue_heads_sql(),
                 "overdue_heads_by_bucket": self.overdue_heads_sql([BUCKET]),
                 "chains": self.chains.chains_sql(1), "read_back": self.read_back_sql([ID])}
@@ -310,17 +304,9 @@ class MysqlClaim(ClaimSql):
     # window) unless asked for id order alone.
     window_order = ("id",)
 
-    def oldest_heads_sql(self) -> Fragment:
-        """Fresh heads read oldest first: the walk of the claim index in id order (each
-        row probed as a head), which ends where the window does."""
-        ops, q = self.ops, self.ops.quote
-        return ops.statement("oldest", lambda: compose(
-            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {ops.table} AS c "
-            f"{self._index(ops.name.claim_index)} "
-            f"WHERE {{}} AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w) "
-            f"AND {{}} ORDER BY c.{q('id')} LIMIT {{}}",
-            self.fresh_sql("c"), self.oldest_sql("f"), self.head_of_aggregate_sql("c"),
-            param(HEADS)))
+    def oldest_window_sql(self) -> Fragment:
+        """The window of a claim read oldest first, from the claim index."""
+        return self.ops.statement("oldest_window", lambda: self.oldest_sql("f"))
 
     # The indexes named: with ``id`` in the condition the optimizer may otherwise walk
     # the primary key through every done row (25,000 rows read for 35 heads), or read a
@@ -349,26 +335,30 @@ class MysqlClaim(ClaimSql):
         return self.ops.statement("bucket_window", lambda: compose(
             "({})", self.window_sql(compose("= {}", param(BUCKET)), param(WINDOW))))
 
-    def bucket_heads(self, cursor: Any, buckets: Sequence[int], slots: dict[str, Any],
-                     passing: Collection[str]) -> list[tuple[Any, ...]]:
-        """Ids and aggregates of the fresh heads of ``buckets``: the first row of each
-        aggregate in the windows, the aggregates ``passing`` passed over, probed as a
-        head, the oldest :data:`~.sql.HEADS` kept."""
-        sql, _ = self.windows_sql(len(buckets))
-        branch = self.bucket_window_sql()[1]
-        cursor.execute(sql, [value for bucket in buckets
-                             for value in bind(branch, **slots, bucket=bucket)])
+    def fresh_heads(self, cursor: Any, buckets: Sequence[int] | None, slots: dict[str, Any],
+                    passing: Collection[str]) -> list[tuple[Any, ...]]:
+        """Ids and aggregates of the fresh heads: the first row of each aggregate in the
+        window (oldest first) or the windows of ``buckets``, the aggregates ``passing``
+        passed over, probed as a head, the oldest :data:`~.sql.HEADS` kept."""
+        if buckets is None:
+            sql, params = self.oldest_window_sql()
+            cursor.execute(sql, bind(params, **slots))
+        else:
+            sql, _ = self.windows_sql(len(buckets))
+            branch = self.bucket_window_sql()[1]
+            cursor.execute(sql, [value for bucket in buckets
+                                 for value in bind(branch, **slots, bucket=bucket)])
         firsts: dict[str, int] = {}
         for row_id, aggregate in sorted(cursor.fetchall()):
             if aggregate not in passing:
                 firsts.setdefault(aggregate, row_id)
         if not firsts:
             return []
-        sql, params = self.bucket_heads_sql(sorted(firsts.values()))
+        sql, params = self.fresh_heads_sql(sorted(firsts.values()))
         cursor.execute(sql, bind(params, **slots))
         return list(cursor.fetchall())
 
-    def bucket_heads_sql(self, candidates: Sequence[Any]) -> Fragment:
+    def fresh_heads_sql(self, candidates: Sequence[Any]) -> Fragment:
         """The fresh heads among the ``candidates`` ids (in id order, so the scan of the
         primary key stops at the limit)."""
         ops, q = self.ops, self.ops.quote

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..naming import TableName
 from .base import Dialect
-from .claim import IN_FLIGHT_READS, ClaimRequest, ClaimSql
+from .claim import ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inserts import InsertSql
@@ -286,24 +286,28 @@ class PostgresqlClaim(ClaimSql):
             ") IS NULL"
         ), []
 
-    def oldest_heads_sql(self) -> Fragment:
-        """Fresh heads read oldest first, at most :data:`~.sql.HEADS`: the walk of the
-        claim index in id order (each row probed as a head, the aggregates in flight
-        passed over), which ends where the window (:meth:`passing_sql`) does, so it
-        never walks the whole backlog to find heads that are not there."""
-        ops, q = self.ops, self.ops.quote
-        order = ", ".join(f"c.{q(c)}" for c in self.oldest_order)
+    def fresh_heads_sql(self, by_bucket: bool) -> Fragment:
+        """Fresh heads, at most :data:`~.sql.HEADS`: of the window (oldest first) or of
+        the windows of the buckets in :data:`~.sql.BUCKETS` (each an index-only range of
+        the bucket index), the aggregates in flight passed over, the first row of each
+        aggregate there probed as a head (none behind it can be one), the oldest heads
+        kept. No other relay claims from these buckets, so there is nothing to check
+        again, and no lookup by key whose generic plan, made on an empty table, could
+        read the table whole (860 ms a claim at 290,000 rows)."""
+        q = self.ops.quote
+        windows = (compose("unnest({}::smallint[]) AS b(bucket)\n"
+                           "        CROSS JOIN LATERAL ({}) AS f",
+                           param(BUCKETS), self.window_sql(("= b.bucket", []), param(WINDOW)))
+                   if by_bucket else compose("({}) AS f", self.oldest_sql("f")))
         return compose(
-            f"SELECT c.{q('id')}, c.{q('aggregate_id')}\n"
-            f"    FROM {ops.table} AS c\n"
-            "    WHERE {}{}\n"
-            f"      AND c.{q('id')} <= (SELECT MAX(w.{q('id')}) FROM ({{}}) AS w)\n"
-            "      AND {}\n"
-            f"    ORDER BY {order} LIMIT {{}}",
-            self.fresh_sql("c"), self.in_flight_sql("c"),
-            self.passing_sql(lambda count: self.oldest_sql("f", count)),
-            self.head_of_aggregate_sql("c"), param(HEADS),
-        )
+            f"SELECT w.{q('id')}, w.{q('aggregate_id')} FROM (\n"
+            f"        SELECT DISTINCT ON (f.{q('aggregate_id')}) f.*\n"
+            "        FROM {}\n"
+            "        WHERE TRUE{}\n"
+            f"        ORDER BY f.{q('aggregate_id')}, f.{q('id')}\n"
+            "    ) AS w WHERE {}\n"
+            f"    ORDER BY w.{q('id')} LIMIT {{}}",
+            windows, self.in_flight_sql("f"), self.head_of_aggregate_sql("w"), param(HEADS))
 
     def in_flight_sql(self, alias: str) -> Fragment:
         """`` AND`` the row's aggregate has no rows in flight."""
@@ -317,42 +321,6 @@ class PostgresqlClaim(ClaimSql):
 
     def in_flight_param(self, aggregates: Sequence[str]) -> Any:
         return json.dumps(list(aggregates))
-
-    def passing_sql(self, window: Callable[[Fragment], Fragment],
-                    count: Fragment | None = None) -> Fragment:
-        """A window of ``count`` rows: ``window`` read :data:`~.claim.IN_FLIGHT_READS`
-        times as wide, then the aggregates in flight passed over. Their rows are still
-        pending, at the front of the windows; passed over in the read itself, a bucket
-        whose every aggregate is in flight would cost a claim that bucket's whole
-        backlog."""
-        q, count = self.ops.quote, count or param(WINDOW)
-        return compose(
-            f"SELECT p.{q('id')}, p.{q('aggregate_id')} FROM ({{}}) AS p WHERE TRUE{{}} "
-            f"ORDER BY p.{q('id')} LIMIT {{}}",
-            window(compose(f"{{}} * {IN_FLIGHT_READS}", count)), self.in_flight_sql("p"),
-            count)
-
-    def bucket_heads_sql(self) -> Fragment:
-        """Fresh heads read bucket by bucket, at most :data:`~.sql.HEADS`.
-
-        The window: the first :data:`~.sql.WINDOW` fresh rows of each bucket in
-        :data:`~.sql.BUCKETS` (an index-only range of the bucket index each, the
-        aggregates in flight passed over: :meth:`passing_sql`); of each aggregate only
-        its first row there can be a head, and those are probed, the oldest heads kept
-        as the windows read them. No other relay claims from these buckets, so there is
-        nothing to check again, and no lookup by key whose generic plan, made on an
-        empty table, could read the table whole (860 ms a claim at 290,000 rows)."""
-        q = self.ops.quote
-        window = self.passing_sql(lambda count: self.window_sql(("= b.bucket", []), count))
-        return compose(
-            f"SELECT w.{q('id')}, w.{q('aggregate_id')} FROM (\n"
-            f"        SELECT DISTINCT ON (f.{q('aggregate_id')}) f.*\n"
-            "        FROM unnest({}::smallint[]) AS b(bucket)\n"
-            "        CROSS JOIN LATERAL ({}) AS f\n"
-            f"        ORDER BY f.{q('aggregate_id')}, f.{q('id')}\n"
-            "    ) AS w WHERE {}\n"
-            f"    ORDER BY w.{q('id')} LIMIT {{}}",
-            param(BUCKETS), window, self.head_of_aggregate_sql("w"), param(HEADS))
 
     def overdue_heads_sql(self, by_bucket: bool) -> Fragment:
         """Overdue heads (few, found apart in the claim index), at most
@@ -415,7 +383,7 @@ class PostgresqlClaim(ClaimSql):
             f"SELECT {self.returned_columns()} FROM picked AS p CROSS JOIN LATERAL "
             f"(SELECT * FROM {self.ops.table} AS r WHERE r.{q('id')} = p.{q('id')} "
             "LIMIT 1) AS o",
-            self.bucket_heads_sql() if by_bucket else self.oldest_heads_sql(),
+            self.fresh_heads_sql(by_bucket),
             self.overdue_heads_sql(by_bucket), param(HEADS),
             self.unbroken_sql("c", window),
             chain_share_sql("h.rank", "(SELECT COUNT(*) FROM heads)", least=True), param(LIMIT),

@@ -20,14 +20,18 @@ DECLARE @heads TABLE (
 DECLARE @taken INT;
 INSERT INTO @in_flight ([aggregate_id]) SELECT DISTINCT [value] FROM OPENJSON(%(in_flight)s);
 INSERT INTO @candidates ([id])
-SELECT w.[id] FROM (
-    SELECT TOP (%(window)s) p.[id], p.[aggregate_id] FROM (
-                SELECT TOP (%(window)s * 4) f.[id], f.[aggregate_id]
+SELECT x.[id] FROM (
+    SELECT w.[id], ROW_NUMBER() OVER (
+        PARTITION BY w.[aggregate_id] ORDER BY w.[id]) AS [first]
+    FROM (
+            SELECT TOP (%(window)s) f.[id], f.[aggregate_id]
                 FROM [dbo].[outbox] AS f WITH (READCOMMITTEDLOCK, READPAST)
                 WHERE f.[status] = 0 AND f.[next_retry_at] IS NULL
                 ORDER BY f.[id]
-            ) AS p WHERE NOT EXISTS (SELECT 1 FROM @in_flight AS i WHERE i.[aggregate_id] = p.[aggregate_id]) ORDER BY p.[id]
-) AS w
+    ) AS w
+    WHERE NOT EXISTS (SELECT 1 FROM @in_flight AS i WHERE i.[aggregate_id] = w.[aggregate_id])
+) AS x
+WHERE x.[first] = 1
 UNION ALL
 SELECT d.[id] FROM (
     SELECT TOP (%(heads)s) o.[id]
@@ -83,13 +87,12 @@ SELECT x.[id] FROM (
         PARTITION BY w.[aggregate_id] ORDER BY w.[id]) AS [first]
     FROM OPENJSON(%(buckets)s) WITH ([bucket] TINYINT '$') AS b
     CROSS APPLY (
-            SELECT TOP (%(window)s) p.[id], p.[aggregate_id] FROM (
-                SELECT TOP (%(window)s * 4) f.[id], f.[aggregate_id]
+            SELECT TOP (%(window)s) f.[id], f.[aggregate_id]
                 FROM [dbo].[outbox] AS f WITH (READCOMMITTEDLOCK, READPAST)
                 WHERE f.[bucket] = b.[bucket] AND f.[status] = 0 AND f.[next_retry_at] IS NULL
                 ORDER BY f.[id]
-            ) AS p WHERE NOT EXISTS (SELECT 1 FROM @in_flight AS i WHERE i.[aggregate_id] = p.[aggregate_id]) ORDER BY p.[id]
     ) AS w
+    WHERE NOT EXISTS (SELECT 1 FROM @in_flight AS i WHERE i.[aggregate_id] = w.[aggregate_id])
 ) AS x
 WHERE x.[first] = 1
 UNION ALL

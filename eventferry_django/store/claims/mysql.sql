@@ -5,13 +5,13 @@
 -- edit it; after a change to the claim run
 -- EVENTFERRY_UPDATE_GOLDEN=1 pytest tests/test_claim_sql.py, and review the diff.
 
--- name: oldest_heads
-SELECT c.`id`, c.`aggregate_id` FROM `outbox` AS c FORCE INDEX (`IX_outbox_claim_ready`) WHERE c.`status` = 0 AND c.`next_retry_at` IS NULL AND c.`id` <= (SELECT MAX(w.`id`) FROM (SELECT f.`id`, f.`aggregate_id` FROM `outbox` AS f FORCE INDEX (`IX_outbox_claim_ready`) WHERE f.`status` = 0 AND f.`next_retry_at` IS NULL ORDER BY f.`id` LIMIT %(window)s) AS w) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 0 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 1 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 3 ORDER BY e.`id` LIMIT 1), c.`id`) ORDER BY c.`id` LIMIT %(heads)s;
+-- name: oldest_window
+SELECT f.`id`, f.`aggregate_id` FROM `outbox` AS f FORCE INDEX (`IX_outbox_claim_ready`) WHERE f.`status` = 0 AND f.`next_retry_at` IS NULL ORDER BY f.`id` LIMIT %(window)s;
 
 -- name: bucket_windows
 (SELECT f.`id`, f.`aggregate_id` FROM `outbox` AS f FORCE INDEX (`IX_outbox_bucket_fresh`) WHERE f.`bucket` = %(bucket)s AND f.`status` = 0 AND f.`next_retry_at` IS NULL ORDER BY f.`id` LIMIT %(window)s);
 
--- name: bucket_heads
+-- name: fresh_heads
 SELECT c.`id`, c.`aggregate_id` FROM `outbox` AS c WHERE c.`id` IN (%(id)s) AND c.`status` = 0 AND c.`next_retry_at` IS NULL AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 0 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 1 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 3 ORDER BY e.`id` LIMIT 1), c.`id`) ORDER BY c.`id` LIMIT %(heads)s;
 
 -- name: overdue_heads

@@ -7,12 +7,13 @@
 
 -- name: claim
 WITH fresh AS (
-    SELECT c."id", c."aggregate_id"
-    FROM "outbox" AS c
-    WHERE c."status" = 0 AND c."next_retry_at" IS NULL AND c."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json))
-      AND c."id" <= (SELECT MAX(w."id") FROM (SELECT p."id", p."aggregate_id" FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."status", f."next_retry_at", f."id" LIMIT %(window)s * 4) AS p WHERE TRUE AND p."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json)) ORDER BY p."id" LIMIT %(window)s) AS w)
-      AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
-    ORDER BY c."status", c."next_retry_at", c."id" LIMIT %(heads)s
+    SELECT w."id", w."aggregate_id" FROM (
+        SELECT DISTINCT ON (f."aggregate_id") f.*
+        FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."status", f."next_retry_at", f."id" LIMIT %(window)s) AS f
+        WHERE TRUE AND f."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json))
+        ORDER BY f."aggregate_id", f."id"
+    ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL
+    ORDER BY w."id" LIMIT %(heads)s
 ), overdue AS (
     SELECT c."id", c."aggregate_id" FROM "outbox" AS c
     WHERE ((c."status" = 3 AND (c."next_retry_at" IS NULL OR c."next_retry_at" <= statement_timestamp())) OR (c."status" = 0 AND c."next_retry_at" <= statement_timestamp())) AND c."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json)) AND (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = c."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < c."id") IS NULL
@@ -44,7 +45,8 @@ WITH fresh AS (
     SELECT w."id", w."aggregate_id" FROM (
         SELECT DISTINCT ON (f."aggregate_id") f.*
         FROM unnest(%(buckets)s::smallint[]) AS b(bucket)
-        CROSS JOIN LATERAL (SELECT p."id", p."aggregate_id" FROM (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s * 4) AS p WHERE TRUE AND p."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json)) ORDER BY p."id" LIMIT %(window)s) AS f
+        CROSS JOIN LATERAL (SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" = b.bucket AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %(window)s) AS f
+        WHERE TRUE AND f."aggregate_id" NOT IN (SELECT json_array_elements_text(%(in_flight)s::json))
         ORDER BY f."aggregate_id", f."id"
     ) AS w WHERE (SELECT MAX(e."id") FROM "outbox" e WHERE e."aggregate_id" = w."aggregate_id" AND e."status" IN (0, 1, 3) AND e."id" < w."id") IS NULL
     ORDER BY w."id" LIMIT %(heads)s
