@@ -148,7 +148,9 @@ def test_the_claim_reads_no_window_of_rows_without_a_bucket_and_writes_nothing(
     oldest first, they are among the fresh rows; bucket by bucket, no window reads them.
     And no statement of the claim writes a row or locks one."""
     for name, (sql, _) in dialect_for(vendor, TableName("outbox")).claim.statements().items():
-        assert not re.search(r"bucket\W*\s+IS NULL", sql), (vendor, name)
+        # PostgreSQL asks whether there is any (one seek, whether to probe the heads).
+        windows = re.sub(r"NOT EXISTS \(SELECT 1 FROM \S+ AS x WHERE [^)]*\)", "", sql)
+        assert not re.search(r"bucket\W*\s+IS NULL", windows), (vendor, name)
         assert not re.search(r"\bUPDATE\b|\bDELETE\b|FOR UPDATE|UPDLOCK", sql), (vendor, name)
         assert all(target.startswith("@") for target in re.findall(r"INSERT INTO (\S+)", sql)), (
             vendor, name)

@@ -110,3 +110,24 @@ def test_bucket_by_bucket_only_the_claims_buckets_are_read(max_chain: int) -> No
     oldest_first = read_claim(ClaimRequest(100, max_chain=max_chain))
     assert aggregates_and_ids(oldest_first) == (
         rows if max_chain > 1 else [row for row in rows if row[1] != half_second])
+
+
+@pytest.mark.parametrize("hindrance", ["failed", "scheduled", "no bucket"])
+def test_a_lone_row_outside_the_windows_still_holds_its_aggregate_back(hindrance: str
+                                                                      ) -> None:
+    """A window is the front of its fresh rows, so only a row outside it can come before
+    the first row of an aggregate there: PostgreSQL probes the heads only while there is
+    any. One such row, the only one in the outbox, still holds its aggregate back."""
+    publish("a", "a", "b")
+    first, _, b = OutboxEvent.objects.order_by("id").values_list("id", flat=True)
+    row = OutboxEvent.objects.filter(id=first)
+    all_buckets = tuple(range(256))
+    if hindrance == "failed":
+        row.update(status=Status.FAILED, attempts=1, next_retry_at="2999-01-01T00:00:00Z")
+    elif hindrance == "scheduled":
+        row.update(next_retry_at="2999-01-01T00:00:00Z")
+    else:
+        row.update(bucket=None)  # oldest first, it is in the window: it is the head
+    for buckets in ((all_buckets,) if hindrance == "no bucket" else (None, all_buckets)):
+        claimed = read_claim(ClaimRequest(10, max_chain=10, buckets=buckets))
+        assert aggregates_and_ids(claimed) == [("b", b)], buckets

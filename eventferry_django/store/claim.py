@@ -52,6 +52,9 @@ from .ops import SqlOps
 from .sql import WINDOW, Fragment, compose, param
 from .tables import CLAIM_COLUMNS, OPEN_STATUSES_SQL
 
+#: What a window reads of each row.
+WINDOW_COLUMNS = ("id", "aggregate_id")
+
 #: Every bucket, in order.
 ALL_BUCKETS: tuple[int, ...] = tuple(range(BUCKETS))
 
@@ -139,14 +142,15 @@ class ClaimSql:
         """``aggregates`` as the :data:`~.sql.IN_FLIGHT` slot binds them."""
         return list(aggregates)
 
-    def oldest_sql(self, alias: str = "f", count: Fragment | None = None) -> Fragment:
-        """The first :data:`~.sql.WINDOW` (or ``count``) fresh rows in id order, ids and
-        aggregates, read from the claim index (in its own order, which for fresh rows is
+    def oldest_sql(self, alias: str = "f", count: Fragment | None = None, *,
+                   columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:
+        """The first :data:`~.sql.WINDOW` (or ``count``) fresh rows in id order, their
+        ``columns``, read from the claim index (in its own order, which for fresh rows is
         id order): the window of a claim read oldest first."""
         q = self.ops.quote
         order = ", ".join(f"{alias}.{q(c)}" for c in self.oldest_order)
         return compose(
-            f"SELECT {alias}.{q('id')}, {alias}.{q('aggregate_id')} FROM {self.ops.table} "
+            f"SELECT {', '.join(f'{alias}.{q(c)}' for c in columns)} FROM {self.ops.table} "
             f"AS {alias} WHERE {{}} ORDER BY {order} LIMIT {{}}",
             self.fresh_sql(alias), count or param(WINDOW))
 
@@ -189,14 +193,15 @@ class ClaimSql:
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
         ), []
 
-    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
-        """The first ``count`` fresh rows of a bucket in id order, their ids and
-        aggregates (from the bucket index): ``bucket`` completes the condition on the
-        bucket column (``= b.bucket``, ``IS NULL``), in :attr:`window_order`."""
+    def window_sql(self, bucket: Fragment, count: Fragment, *,
+                   columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:
+        """The first ``count`` fresh rows of a bucket in id order, their ``columns``
+        (from the bucket index): ``bucket`` completes the condition on the bucket column
+        (``= b.bucket``, ``IS NULL``), in :attr:`window_order`."""
         q = self.ops.quote
         order = ", ".join(f"f.{q(c)}" for c in self.window_order)
         return compose(
-            f"SELECT f.{q('id')}, f.{q('aggregate_id')} FROM {self.ops.table} AS f "
+            f"SELECT {', '.join(f'f.{q(c)}' for c in columns)} FROM {self.ops.table} AS f "
             f"WHERE f.{q('bucket')} {{}} AND {{}} ORDER BY {order} LIMIT {{}}",
             bucket, self.fresh_sql("f"), count)
 

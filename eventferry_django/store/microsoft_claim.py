@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .claim import ClaimRequest, ClaimSql
+from .claim import WINDOW_COLUMNS, ClaimRequest, ClaimSql
 from .microsoft_schema import MicrosoftSchema
 from .ops import SqlOps
 from .sql import (
@@ -66,11 +66,12 @@ class MicrosoftClaim(ClaimSql):
     def in_flight_param(self, aggregates: Sequence[str]) -> Any:
         return json.dumps(list(aggregates))
 
-    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
+    def window_sql(self, bucket: Fragment, count: Fragment, *,
+                   columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:
         """TOP for LIMIT; rows being written skipped (:data:`_WINDOW_HINTS`)."""
         q = self.ops.quote
         return compose(
-            f"SELECT TOP ({{}}) f.{q('id')}, f.{q('aggregate_id')}\n"
+            f"SELECT TOP ({{}}) {', '.join(f'f.{q(c)}' for c in columns)}\n"
             f"                FROM {self.ops.table} AS f {_WINDOW_HINTS}\n"
             f"                WHERE f.{q('bucket')} {{}} AND {{}}\n"
             f"                ORDER BY f.{q('id')}",

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ..contract import OPEN
 from ..naming import TableName
 from .base import Dialect
-from .claim import ClaimRequest, ClaimSql
+from .claim import WINDOW_COLUMNS, ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .inbox_sql import InboxSql
 from .ops import SqlOps
@@ -311,11 +311,15 @@ class MysqlClaim(ClaimSql):
     # The indexes named: with ``id`` in the condition the optimizer may otherwise walk
     # the primary key through every done row (25,000 rows read for 35 heads), or read a
     # bucket's rows through the claim index and sort them.
-    def oldest_sql(self, alias: str = "f", count: Fragment | None = None) -> Fragment:
-        return self._forced(super().oldest_sql(alias, count), alias, self.ops.name.claim_index)
+    def oldest_sql(self, alias: str = "f", count: Fragment | None = None, *,
+                   columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:
+        return self._forced(super().oldest_sql(alias, count, columns=columns), alias,
+                            self.ops.name.claim_index)
 
-    def window_sql(self, bucket: Fragment, count: Fragment) -> Fragment:
-        return self._forced(super().window_sql(bucket, count), "f", self.ops.name.bucket_index)
+    def window_sql(self, bucket: Fragment, count: Fragment, *,
+                   columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:
+        return self._forced(super().window_sql(bucket, count, columns=columns), "f",
+                            self.ops.name.bucket_index)
 
     def _index(self, index: str) -> str:
         return f"FORCE INDEX ({self.ops.quote(index)})"

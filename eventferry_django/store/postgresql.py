@@ -11,9 +11,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ..contract import CLAIMED, FAILED, PENDING
 from ..naming import TableName
 from .base import Dialect
-from .claim import ClaimRequest, ClaimSql
+from .claim import WINDOW_COLUMNS, ClaimRequest, ClaimSql
 from .closed_rows import ClosedRowsSql, codes
 from .features import Features
 from .inserts import InsertSql
@@ -288,26 +289,49 @@ class PostgresqlClaim(ClaimSql):
 
     def fresh_heads_sql(self, by_bucket: bool) -> Fragment:
         """Fresh heads, at most :data:`~.sql.HEADS`: of the window (oldest first) or of
-        the windows of the buckets in :data:`~.sql.BUCKETS` (each an index-only range of
-        the bucket index), the aggregates in flight passed over, the first row of each
-        aggregate there probed as a head (none behind it can be one), the oldest heads
-        kept. No other relay claims from these buckets, so there is nothing to check
-        again, and no lookup by key whose generic plan, made on an empty table, could
-        read the table whole (860 ms a claim at 290,000 rows)."""
+        the windows of the buckets in :data:`~.sql.BUCKETS` (a range of the bucket index
+        each), the aggregates in flight passed over, the first row of each aggregate
+        there (none behind it can be a head), the oldest kept. No other relay claims
+        from these buckets, so there is nothing to check again, and no lookup by key
+        whose generic plan, made on an empty table, could read the table whole (860 ms a
+        claim at 290,000 rows).
+
+        A window is the front of its fresh rows, so no fresh row of an aggregate comes
+        before its first row there; only a row that is not fresh can (:meth:`unhindered_sql`
+        says whether there is any), and only then is each first row probed as a head."""
         q = self.ops.quote
+        columns = (*WINDOW_COLUMNS, "ctid")
         windows = (compose("unnest({}::smallint[]) AS b(bucket)\n"
-                           "        CROSS JOIN LATERAL ({}) AS f",
-                           param(BUCKETS), self.window_sql(("= b.bucket", []), param(WINDOW)))
-                   if by_bucket else compose("({}) AS f", self.oldest_sql("f")))
+                           "        CROSS JOIN LATERAL ({}) AS f", param(BUCKETS),
+                           self.window_sql(("= b.bucket", []), param(WINDOW), columns=columns))
+                   if by_bucket else compose("({}) AS f", self.oldest_sql("f", columns=columns)))
         return compose(
-            f"SELECT w.{q('id')}, w.{q('aggregate_id')} FROM (\n"
+            f"SELECT w.{q('id')}, w.{q('aggregate_id')}, w.ctid FROM (\n"
             f"        SELECT DISTINCT ON (f.{q('aggregate_id')}) f.*\n"
             "        FROM {}\n"
             "        WHERE TRUE{}\n"
             f"        ORDER BY f.{q('aggregate_id')}, f.{q('id')}\n"
-            "    ) AS w WHERE {}\n"
+            "    ) AS w WHERE {} OR {}\n"
             f"    ORDER BY w.{q('id')} LIMIT {{}}",
-            windows, self.in_flight_sql("f"), self.head_of_aggregate_sql("w"), param(HEADS))
+            windows, self.in_flight_sql("f"), self.unhindered_sql(by_bucket),
+            self.head_of_aggregate_sql("w"), param(HEADS))
+
+    def unhindered_sql(self, by_bucket: bool) -> Fragment:
+        """No open row can come before the first row of its aggregate in the windows: none
+        is failed, scheduled or waiting for a retry (or claimed by a 0.1.0 relay), nor,
+        bucket by bucket, fresh without a bucket. Each asked once a claim, a seek into
+        the claim index or the bucket index. A row being written is not seen by the
+        probe either: the claim reads one snapshot."""
+        q, table = self.ops.quote, self.ops.table
+        status, retry_at, bucket = q("status"), q("next_retry_at"), q("bucket")
+        waiting = [f"x.{status} IN ({CLAIMED}, {FAILED})",
+                   f"x.{status} = {PENDING} AND x.{retry_at} IS NOT NULL"]
+        if by_bucket:
+            waiting.append(f"x.{bucket} IS NULL AND x.{status} = {PENDING} "
+                           f"AND x.{retry_at} IS NULL")
+        return "(" + " AND ".join(
+            f"NOT EXISTS (SELECT 1 FROM {table} AS x WHERE {condition})"
+            for condition in waiting) + ")", []
 
     def in_flight_sql(self, alias: str) -> Fragment:
         """`` AND`` the row's aggregate has no rows in flight."""
@@ -331,7 +355,7 @@ class PostgresqlClaim(ClaimSql):
         buckets = (compose(f" AND c.{q('bucket')} = ANY({{}}::smallint[])", param(BUCKETS))
                    if by_bucket else ("", []))
         return compose(
-            f"SELECT c.{q('id')}, c.{q('aggregate_id')} FROM {self.ops.table} AS c\n"
+            f"SELECT c.{q('id')}, c.{q('aggregate_id')}, c.ctid FROM {self.ops.table} AS c\n"
             "    WHERE {}{}{} AND {}\n"
             f"    ORDER BY c.{q('id')} LIMIT {{}}",
             self.overdue_sql("c"), buckets, self.in_flight_sql("c"),
@@ -347,9 +371,11 @@ class PostgresqlClaim(ClaimSql):
         share of the batch (:func:`~.sql.chain_share_sql`; none at ``MAX_CHAIN`` 1), so
         a claim reads the rows it hands out however many deep aggregates it takes; the
         final id-order limit keeps a prefix of every chain. The rows picked are fetched
-        by primary key one by one, in a subquery that cannot be flattened (LIMIT 1): a
-        generic plan made while the table was empty read ``id = ANY(ARRAY(...))`` as a
-        scan of the whole table, 51 ms a claim at 20,000 rows.
+        one by one by the row address their read found (``ctid``: one page each, no
+        index; the claim is one statement, so each address still holds the row version
+        its snapshot sees), in a subquery that cannot be flattened (LIMIT 1): a generic
+        plan made while the table was empty read ``id = ANY(ARRAY(...))`` as a scan of
+        the whole table, 51 ms a claim at 20,000 rows.
         """
         q = self.ops.quote
         window = f"ORDER BY c.{q('id')}"
@@ -359,19 +385,19 @@ class PostgresqlClaim(ClaimSql):
             "), overdue AS (\n"
             "    {}\n"
             "), heads AS (\n"
-            f"    SELECT {q('id')}, {q('aggregate_id')}, ROW_NUMBER() OVER ("
+            f"    SELECT {q('id')}, {q('aggregate_id')}, ctid, ROW_NUMBER() OVER ("
             f"ORDER BY {q('id')}) AS rank FROM (\n"
-            f"        SELECT {q('id')}, {q('aggregate_id')} FROM fresh\n"
+            f"        SELECT {q('id')}, {q('aggregate_id')}, ctid FROM fresh\n"
             "        UNION ALL\n"
-            f"        SELECT {q('id')}, {q('aggregate_id')} FROM overdue\n"
+            f"        SELECT {q('id')}, {q('aggregate_id')}, ctid FROM overdue\n"
             "        ORDER BY 1 LIMIT {}\n"
             "    ) AS h\n"
             "), picked AS (\n"
-            f"    SELECT {q('id')} FROM heads\n"
+            f"    SELECT {q('id')}, ctid FROM heads\n"
             "    UNION ALL\n"
-            f"    SELECT chain.{q('id')} FROM heads AS h CROSS JOIN LATERAL (\n"
-            f"        SELECT r.{q('id')} FROM (\n"
-            f"            SELECT c.{q('id')}, {{}} AS unbroken\n"
+            f"    SELECT chain.{q('id')}, chain.ctid FROM heads AS h CROSS JOIN LATERAL (\n"
+            f"        SELECT r.{q('id')}, r.ctid FROM (\n"
+            f"            SELECT c.{q('id')}, c.ctid, {{}} AS unbroken\n"
             f"            FROM {self.ops.table} AS c\n"
             f"            WHERE c.{q('aggregate_id')} = h.{q('aggregate_id')} "
             f"AND c.{q('status')} IN {OPEN_STATUSES_SQL} AND c.{q('id')} > h.{q('id')}\n"
@@ -381,8 +407,7 @@ class PostgresqlClaim(ClaimSql):
             "    ORDER BY 1 LIMIT {}\n"
             ")\n"
             f"SELECT {self.returned_columns()} FROM picked AS p CROSS JOIN LATERAL "
-            f"(SELECT * FROM {self.ops.table} AS r WHERE r.{q('id')} = p.{q('id')} "
-            "LIMIT 1) AS o",
+            f"(SELECT * FROM {self.ops.table} AS r WHERE r.ctid = p.ctid LIMIT 1) AS o",
             self.fresh_heads_sql(by_bucket),
             self.overdue_heads_sql(by_bucket), param(HEADS),
             self.unbroken_sql("c", window),
