@@ -62,6 +62,8 @@ def test_a_claim_writes_its_batch_to_the_journal_and_nothing_to_the_rows() -> No
     assert json.loads(m.payload) == {"x": [1, 2]}
     row = OutboxEvent.objects.get()
     assert row.status == Status.PENDING and row.claimed_at is None
+    assert m.created_at == row.created_at  # to the millisecond stored, in UTC
+    assert m.created_at.utcoffset() == dt.timedelta(0)
     [entry] = store.journal.entries()
     assert (entry.relay, entry.batch, entry.ids) == (store.instance, event.batch, [event.id])
     # A claim that finds nothing writes no batch.

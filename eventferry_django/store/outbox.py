@@ -59,9 +59,12 @@ class Settlement:
     failures: Sequence[Failure] = ()
 
 
-def _utc(value: dt.datetime | str) -> dt.datetime:
+def _utc(value: dt.datetime | str | float) -> dt.datetime:
     """A stored time as an aware UTC datetime: SQLite returns the text it stores, SQL
-    Server and MariaDB/MySQL a naive datetime, PostgreSQL an aware one; all are UTC."""
+    Server and MariaDB/MySQL a naive datetime, PostgreSQL's claim seconds since the
+    epoch (see its ``select_column``); all are UTC."""
+    if isinstance(value, float):
+        return dt.datetime.fromtimestamp(value, dt.UTC)
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
@@ -139,7 +142,7 @@ class OutboxStore(BoundStore):
     @staticmethod
     def _claimed(row: Sequence[Any], batch: int) -> ClaimedEvent:
         (row_id, message_id, topic, aggregate_type, aggregate_id, partition_key, payload,
-         headers, trace_id, attempts, _claimed_at, created_at, schema_version) = row
+         headers, trace_id, attempts, created_at, schema_version) = row
         message = OutboundMessage(
             id=int(row_id), message_id=message_id, topic=topic,
             aggregate_type=aggregate_type, aggregate_id=aggregate_id,

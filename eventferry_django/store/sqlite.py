@@ -137,12 +137,6 @@ class SqliteOps(SqlOps):
     def offset_param(self, milliseconds: int) -> Any:
         return f"{milliseconds / 1000:+.3f} seconds"
 
-    def select_column(self, column: str, alias: str = "o") -> str:
-        # The lease stays the exact stored text, so it compares equal when it comes back.
-        if column == "claimed_at":
-            return f"CAST({alias}.{self.quote(column)} AS TEXT)"
-        return super().select_column(column, alias)
-
     def is_transient(self, exc: BaseException) -> bool:
         # Another connection held the write lock longer than the busy timeout.
         return "database is locked" in str(exc)

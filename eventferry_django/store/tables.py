@@ -146,11 +146,10 @@ INSERT_COLUMNS: tuple[str, ...] = (*EVENT_COLUMNS, BUCKET.name)
 #: leave the column to its NULL default).
 VERSIONED_INSERT_COLUMNS: tuple[str, ...] = (*INSERT_COLUMNS, SCHEMA_VERSION.name)
 
-#: Columns a claim returns, in this order; ``claimed_at`` is the lease token.
-#: ``created_at`` and ``schema_version`` follow it (CloudEvents' ``time``, the payload's
-#: version).
-CLAIM_COLUMNS: tuple[str, ...] = ("id", *EVENT_COLUMNS, "attempts", "claimed_at",
-                                  "created_at", SCHEMA_VERSION.name)
+#: Columns a claim returns, in this order: what the outbound message carries
+#: (``created_at`` is CloudEvents' ``time``, ``schema_version`` the payload's version).
+CLAIM_COLUMNS: tuple[str, ...] = ("id", *EVENT_COLUMNS, "attempts", "created_at",
+                                  SCHEMA_VERSION.name)
 
 
 #: The open statuses (pending, claimed, failed: they hold back later events of the same

@@ -49,7 +49,7 @@ ORDER BY k.[id]
 OPTION (MAXDOP 1);
 SELECT @taken = COUNT(*) FROM @heads;
 SET NOCOUNT OFF;
-SELECT o.[id], o.[message_id], o.[topic], o.[aggregate_type], o.[aggregate_id], o.[partition_key], o.[payload], o.[headers], o.[trace_id], o.[attempts], o.[claimed_at], o.[created_at], o.[schema_version] FROM [dbo].[outbox] AS o
+SELECT o.[id], o.[message_id], o.[topic], o.[aggregate_type], o.[aggregate_id], o.[partition_key], o.[payload], o.[headers], o.[trace_id], o.[attempts], o.[created_at], o.[schema_version] FROM [dbo].[outbox] AS o
 JOIN (
     SELECT TOP (%(limit)s) x.[id] FROM (
         SELECT h.[id] FROM @heads AS h
@@ -112,7 +112,7 @@ ORDER BY k.[id]
 OPTION (MAXDOP 1);
 SELECT @taken = COUNT(*) FROM @heads;
 SET NOCOUNT OFF;
-SELECT o.[id], o.[message_id], o.[topic], o.[aggregate_type], o.[aggregate_id], o.[partition_key], o.[payload], o.[headers], o.[trace_id], o.[attempts], o.[claimed_at], o.[created_at], o.[schema_version] FROM [dbo].[outbox] AS o
+SELECT o.[id], o.[message_id], o.[topic], o.[aggregate_type], o.[aggregate_id], o.[partition_key], o.[payload], o.[headers], o.[trace_id], o.[attempts], o.[created_at], o.[schema_version] FROM [dbo].[outbox] AS o
 JOIN (
     SELECT TOP (%(limit)s) x.[id] FROM (
         SELECT h.[id] FROM @heads AS h

@@ -28,4 +28,4 @@ UNION ALL
 (SELECT c.`id`, c.`aggregate_id`, CASE WHEN ((c.`status` = 0 AND c.`next_retry_at` IS NULL) OR ((c.`status` = 3 AND (c.`next_retry_at` IS NULL OR c.`next_retry_at` <= UTC_TIMESTAMP(3))) OR (c.`status` = 0 AND c.`next_retry_at` <= UTC_TIMESTAMP(3)))) THEN 1 ELSE 0 END FROM `outbox` AS c WHERE c.`aggregate_id` = %(aggregate)s AND c.`status` = %(status)s AND c.`id` > %(head)s ORDER BY c.`id` LIMIT %(share)s);
 
 -- name: read_back
-SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`claimed_at`, o.`created_at`, o.`schema_version` FROM `outbox` AS o WHERE o.`id` IN (%(id)s) ORDER BY o.`id`;
+SELECT o.`id`, o.`message_id`, o.`topic`, o.`aggregate_type`, o.`aggregate_id`, o.`partition_key`, o.`payload`, o.`headers`, o.`trace_id`, o.`attempts`, o.`created_at`, o.`schema_version` FROM `outbox` AS o WHERE o.`id` IN (%(id)s) ORDER BY o.`id`;

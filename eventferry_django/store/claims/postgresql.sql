@@ -38,7 +38,7 @@ WITH fresh AS (
     ) AS chain
     ORDER BY 1 LIMIT %(limit)s
 )
-SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r.ctid = p.ctid LIMIT 1) AS o;
+SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", EXTRACT(EPOCH FROM o."created_at")::float8, o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r.ctid = p.ctid LIMIT 1) AS o;
 
 -- name: claim_by_bucket
 WITH fresh AS (
@@ -74,4 +74,4 @@ WITH fresh AS (
     ) AS chain
     ORDER BY 1 LIMIT %(limit)s
 )
-SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", o."claimed_at"::text, o."created_at", o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r.ctid = p.ctid LIMIT 1) AS o;
+SELECT o."id", o."message_id", o."topic", o."aggregate_type", o."aggregate_id", o."partition_key", o."payload"::text, o."headers"::text, o."trace_id", o."attempts", EXTRACT(EPOCH FROM o."created_at")::float8, o."schema_version" FROM picked AS p CROSS JOIN LATERAL (SELECT * FROM "outbox" AS r WHERE r.ctid = p.ctid LIMIT 1) AS o;
