@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..contract import BUCKETS, FAILED, MAX_BATCH, PENDING
+from ..contract import BUCKETS, CLAIMED, FAILED, MAX_BATCH, PENDING
 from ..exceptions import EventferryError
 from .ops import SqlOps
 from .sql import WINDOW, Fragment, compose, param
@@ -192,6 +192,28 @@ class ClaimSql:
             f"WHERE e.{q('aggregate_id')} = {alias}.{q('aggregate_id')} "
             f"AND e.{q('status')} IN {OPEN_STATUSES_SQL} AND e.{q('id')} < {alias}.{q('id')})"
         ), []
+
+    def unhindered_sql(self, by_bucket: bool) -> Fragment:
+        """No open row can come before the first row of its aggregate in the windows.
+
+        A window is the front of its fresh rows, so no fresh row of an aggregate comes
+        before its first row there; only a row outside every window can: one failed,
+        scheduled or waiting for a retry (or claimed by a 0.1.0 relay), or, bucket by
+        bucket, fresh without a bucket. While there is none, each first row is a head
+        without a probe. Asked once a claim, a seek into the claim index or the bucket
+        index each. For a vendor whose probe reads committed rows as they are (a row
+        being written is not seen by it either); not for SQL Server's, which waits for
+        a row being written."""
+        q, table = self.ops.quote, self.ops.table
+        status, retry_at, bucket = q("status"), q("next_retry_at"), q("bucket")
+        waiting = [f"x.{status} IN ({CLAIMED}, {FAILED})",
+                   f"x.{status} = {PENDING} AND x.{retry_at} IS NOT NULL"]
+        if by_bucket:
+            waiting.append(f"x.{bucket} IS NULL AND x.{status} = {PENDING} "
+                           f"AND x.{retry_at} IS NULL")
+        return "(" + " AND ".join(
+            f"NOT EXISTS (SELECT 1 FROM {table} AS x WHERE {condition})"
+            for condition in waiting) + ")", []
 
     def window_sql(self, bucket: Fragment, count: Fragment, *,
                    columns: Sequence[str] = WINDOW_COLUMNS) -> Fragment:

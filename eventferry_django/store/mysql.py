@@ -286,6 +286,8 @@ class MysqlClaim(ClaimSql):
         candidate's or head's part."""
         return {"oldest_window": self.oldest_window_sql(),
                 "bucket_windows": self.windows_sql(1),
+                "unhindered": self.unhindered_check_sql(False),
+                "unhindered_by_bucket": self.unhindered_check_sql(True),
                 "fresh_heads": self.fresh_heads_sql([ID]),
                 "overdue_heads": self.overdue_heads_sql(),
                 "overdue_heads_by_bucket": self.overdue_heads_sql([BUCKET]),
@@ -343,7 +345,8 @@ class MysqlClaim(ClaimSql):
                     passing: Collection[str]) -> list[tuple[Any, ...]]:
         """Ids and aggregates of the fresh heads: the first row of each aggregate in the
         window (oldest first) or the windows of ``buckets``, the aggregates ``passing``
-        passed over, probed as a head, the oldest :data:`~.sql.HEADS` kept."""
+        passed over, probed as a head while a row could stand before it, the oldest
+        :data:`~.sql.HEADS` kept."""
         if buckets is None:
             sql, params = self.oldest_window_sql()
             cursor.execute(sql, bind(params, **slots))
@@ -358,9 +361,21 @@ class MysqlClaim(ClaimSql):
                 firsts.setdefault(aggregate, row_id)
         if not firsts:
             return []
+        # Asked after the windows were read, so a row that could stand before one of
+        # their first rows then is seen here (a failed row changes only by its relay).
+        cursor.execute(*self.unhindered_check_sql(buckets is not None))
+        if cursor.fetchone()[0]:
+            return sorted((row_id, aggregate) for aggregate, row_id in firsts.items()
+                          )[:slots["heads"]]
         sql, params = self.fresh_heads_sql(sorted(firsts.values()))
         cursor.execute(sql, bind(params, **slots))
         return list(cursor.fetchall())
+
+    def unhindered_check_sql(self, by_bucket: bool) -> Fragment:
+        """Whether the first rows of the windows are heads without a probe
+        (:meth:`~.ClaimSql.unhindered_sql`)."""
+        return self.ops.statement(("unhindered", by_bucket),
+                                  lambda: compose("SELECT {}", self.unhindered_sql(by_bucket)))
 
     def fresh_heads_sql(self, candidates: Sequence[Any]) -> Fragment:
         """The fresh heads among the ``candidates`` ids (in id order, so the scan of the

@@ -11,7 +11,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..contract import CLAIMED, FAILED, PENDING
 from ..naming import TableName
 from .base import Dialect
 from .claim import WINDOW_COLUMNS, ClaimRequest, ClaimSql
@@ -300,9 +299,9 @@ class PostgresqlClaim(ClaimSql):
         whose generic plan, made on an empty table, could read the table whole (860 ms a
         claim at 290,000 rows).
 
-        A window is the front of its fresh rows, so no fresh row of an aggregate comes
-        before its first row there; only a row that is not fresh can (:meth:`unhindered_sql`
-        says whether there is any), and only then is each first row probed as a head."""
+        Only while some row could stand before them (:meth:`~.ClaimSql.unhindered_sql`:
+        the claim reads one snapshot, as the probe does) is each first row probed as a
+        head."""
         q = self.ops.quote
         columns = (*WINDOW_COLUMNS, "ctid")
         windows = (compose("unnest({}::smallint[]) AS b(bucket)\n"
@@ -319,23 +318,6 @@ class PostgresqlClaim(ClaimSql):
             f"    ORDER BY w.{q('id')} LIMIT {{}}",
             windows, self.in_flight_sql("f"), self.unhindered_sql(by_bucket),
             self.head_of_aggregate_sql("w"), param(HEADS))
-
-    def unhindered_sql(self, by_bucket: bool) -> Fragment:
-        """No open row can come before the first row of its aggregate in the windows: none
-        is failed, scheduled or waiting for a retry (or claimed by a 0.1.0 relay), nor,
-        bucket by bucket, fresh without a bucket. Each asked once a claim, a seek into
-        the claim index or the bucket index. A row being written is not seen by the
-        probe either: the claim reads one snapshot."""
-        q, table = self.ops.quote, self.ops.table
-        status, retry_at, bucket = q("status"), q("next_retry_at"), q("bucket")
-        waiting = [f"x.{status} IN ({CLAIMED}, {FAILED})",
-                   f"x.{status} = {PENDING} AND x.{retry_at} IS NOT NULL"]
-        if by_bucket:
-            waiting.append(f"x.{bucket} IS NULL AND x.{status} = {PENDING} "
-                           f"AND x.{retry_at} IS NULL")
-        return "(" + " AND ".join(
-            f"NOT EXISTS (SELECT 1 FROM {table} AS x WHERE {condition})"
-            for condition in waiting) + ")", []
 
     def in_flight_sql(self, alias: str) -> Fragment:
         """`` AND`` the row's aggregate has no rows in flight."""

@@ -11,6 +11,12 @@ SELECT f.`id`, f.`aggregate_id` FROM `outbox` AS f FORCE INDEX (`IX_outbox_claim
 -- name: bucket_windows
 (SELECT f.`id`, f.`aggregate_id` FROM `outbox` AS f FORCE INDEX (`IX_outbox_bucket_fresh`) WHERE f.`bucket` = %(bucket)s AND f.`status` = 0 AND f.`next_retry_at` IS NULL ORDER BY f.`id` LIMIT %(window)s);
 
+-- name: unhindered
+SELECT (NOT EXISTS (SELECT 1 FROM `outbox` AS x WHERE x.`status` IN (1, 3)) AND NOT EXISTS (SELECT 1 FROM `outbox` AS x WHERE x.`status` = 0 AND x.`next_retry_at` IS NOT NULL));
+
+-- name: unhindered_by_bucket
+SELECT (NOT EXISTS (SELECT 1 FROM `outbox` AS x WHERE x.`status` IN (1, 3)) AND NOT EXISTS (SELECT 1 FROM `outbox` AS x WHERE x.`status` = 0 AND x.`next_retry_at` IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM `outbox` AS x WHERE x.`bucket` IS NULL AND x.`status` = 0 AND x.`next_retry_at` IS NULL));
+
 -- name: fresh_heads
 SELECT c.`id`, c.`aggregate_id` FROM `outbox` AS c WHERE c.`id` IN (%(id)s) AND c.`status` = 0 AND c.`next_retry_at` IS NULL AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 0 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 1 ORDER BY e.`id` LIMIT 1), c.`id`) AND c.`id` <= COALESCE((SELECT e.`id` FROM `outbox` AS e FORCE INDEX (`IX_outbox_agg_open`) WHERE e.`aggregate_id` = c.`aggregate_id` AND e.`status` = 3 ORDER BY e.`id` LIMIT 1), c.`id`) ORDER BY c.`id` LIMIT %(heads)s;
 
