@@ -23,6 +23,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import get_settings
 from .naming import QUOTES, TableName
+from .store import dialect_for
+from .store.bucket_leases import BucketLeaseSql
 
 
 def unseen_tables(connection: BaseDatabaseWrapper) -> list[str]:
@@ -86,15 +88,9 @@ def flush_sql(
     statements = list(connection.ops.sql_flush(
         style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
     )) if tables else []
-    buckets = get_settings().table_name.bucket_leases
+    outbox = get_settings().table_name
     if connection.vendor in QUOTES and apps.is_installed("eventferry_django") and (
-            _beside_the_outbox(connection, buckets)):
-        statements.append(free_every_bucket_sql(connection.vendor, buckets))
+            _beside_the_outbox(connection, outbox.bucket_leases)):
+        sql, _ = BucketLeaseSql(dialect_for(connection.vendor, outbox).ops).free_all()
+        statements.append(sql)
     return statements
-
-
-def free_every_bucket_sql(vendor: str, name: TableName) -> str:
-    """Every bucket lease freed, its epoch kept (the next taker raises it)."""
-    opening, closing = QUOTES[vendor]
-    owner, expires_at = (f"{opening}{column}{closing}" for column in ("owner", "expires_at"))
-    return f"UPDATE {name.quoted(vendor)} SET {owner} = NULL, {expires_at} = NULL"

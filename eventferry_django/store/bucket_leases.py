@@ -77,12 +77,16 @@ class BucketLeaseSql:
     def release(self, instance: str, buckets: Collection[int] | None = None) -> Fragment:
         """Let go of ``buckets`` (every one, without) if ``instance`` holds them. The
         epoch stays: the next taker raises it."""
-        sql = (f"UPDATE {self.table} SET {self.owner} = NULL, {self.expires_at} = NULL "
-               f"WHERE {self.owner} = %s")
+        sql = f"{self.free_all()[0]} WHERE {self.owner} = %s"
         if buckets is None:
             return sql, [instance]
         within, params = self._buckets_in(buckets)
         return f"{sql} AND {within}", [instance, *params]
+
+    def free_all(self) -> Fragment:
+        """Let go of every bucket, whoever holds it (a test database flushed between
+        tests). The epochs stay, as :meth:`release` leaves them."""
+        return f"UPDATE {self.table} SET {self.owner} = NULL, {self.expires_at} = NULL", []
 
     def held(self, instance: str) -> Fragment:
         """The buckets ``instance`` holds and their epochs, by bucket."""
