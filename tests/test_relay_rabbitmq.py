@@ -32,7 +32,7 @@ from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent, Status
 
 from .amqp import TopicQueue, proxied_url, proxy_for, require_broker
-from .engine_gaps import babelfish_gap
+from .engine_gaps import babelfish_gap, is_babelfish
 from .relay_process import start_relay
 from .tcp_proxy import TcpProxy
 
@@ -508,6 +508,14 @@ def lock_waiter(other: Any) -> int | None:
             cursor.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+            )
+        elif other.vendor == "microsoft" and is_babelfish(other.alias):
+            # The T-SQL endpoint has no sys.dm_exec_requests; its sys.sysprocesses (one
+            # row per lock a session holds or wants) names a lock wait "Lock".
+            cursor.execute(
+                "SELECT DISTINCT spid FROM sys.sysprocesses WHERE dbid = DB_ID() "
+                "AND spid <> @@SPID AND RTRIM(lastwaittype) = 'Lock' "
+                "AND RTRIM(status) = 'active'"
             )
         elif other.vendor == "microsoft":
             # A request blocked by another session, in this database: the relay's ack.
