@@ -20,15 +20,18 @@ from eventferry_django.publishers.base import OutboundMessage, Publisher, Publis
 class FilePublisher(Publisher):
     """Appends each message as a JSON line to ``path``; with ``stall_topic``, writes the
     batch first and then hangs (the test kills it mid-batch); with ``kill_topic``,
-    SIGKILLs its own process when a message of that topic arrives."""
+    SIGKILLs its own process when a message of that topic arrives; with ``hold_until``, a
+    path, returns only once that file exists, so a test decides when the publish ends."""
 
     def __init__(self, *, path: str, stall_topic: str | None = None,
-                 kill_topic: str | None = None, delay: float = 0.0, **options: Any) -> None:
+                 kill_topic: str | None = None, delay: float = 0.0,
+                 hold_until: str | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.path = Path(path)
         self.stall_topic = stall_topic
         self.kill_topic = kill_topic
         self.delay = delay
+        self.hold_until = Path(hold_until) if hold_until else None
 
     def publish(self, messages: Sequence[OutboundMessage]) -> list[PublishResult]:
         if self.kill_topic and any(m.topic == self.kill_topic for m in messages):
@@ -41,4 +44,6 @@ class FilePublisher(Publisher):
         if self.stall_topic and any(m.topic == self.stall_topic for m in messages):
             time.sleep(3600)
         time.sleep(self.delay)
+        while self.hold_until and not self.hold_until.exists():
+            time.sleep(0.02)
         return [PublishResult.ok() for _ in messages]

@@ -95,20 +95,25 @@ def test_a_stale_relays_late_ack_is_refused(tmp_path: Path) -> None:
     with transaction.atomic():
         publish_events([NewEvent("t", {}, "a", "1")])
     # A live relay renews its lease however slow it is, so this one is frozen (SIGSTOP)
-    # while it publishes: it renews nothing, and its 1 s lease runs out for real.
-    slow = start_relay(settings_for(out, claim_timeout=1, delay=3), "--once",
+    # while it publishes: it renews nothing, and its 1 s lease runs out for real. Its
+    # publish returns only once the test releases it: with a fixed delay, a loaded machine
+    # once froze it after the delay, inside its settle, holding the row the other waited on.
+    release = tmp_path / "release"
+    slow = start_relay(settings_for(out, claim_timeout=1, hold_until=str(release)), "--once",
                        log=tmp_path / "slow.log")
     wait_until(lambda: len(published(out)) == 1, what="the slow relay to publish")
-    freeze_between_transactions(slow, bucket_table(), journal_table())
+    freeze_between_transactions(slow, bucket_table(), journal_table(),
+                                connection.ops.quote_name(OutboxEvent._meta.db_table))
     try:
         time.sleep(1.5)
         fast = start_relay(settings_for(out, claim_timeout=1), "--until-empty",
                            log=tmp_path / "fast.log")
-        assert fast.wait(30) == 0
+        assert fast.wait(30) == 0, (tmp_path / "fast.log").read_text()
         row = OutboxEvent.objects.get()
         assert (row.status, row.attempts) == (Status.DONE, 1)
         done_at = row.processed_at
     finally:
+        release.touch()
         slow.send_signal(signal.SIGCONT)
     assert slow.wait(30) == 0
     log = (tmp_path / "slow.log").read_text()
