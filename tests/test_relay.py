@@ -28,6 +28,7 @@ from eventferry_django.publishers.memory import InMemoryPublisher
 from eventferry_django.relay import Relay, RelayConfig
 from eventferry_django.relay.membership import JOIN_GRACE
 from eventferry_django.relay.planner import ClaimPlanner
+from eventferry_django.relay.waker import Waker
 from eventferry_django.store import dialect_for
 
 from .engine_gaps import babelfish_gap
@@ -223,6 +224,35 @@ def test_notify_from_another_process_wakes_an_idle_relay() -> None:
         _notify_from_another_connection()
         _wait_for(lambda: len(InMemoryPublisher.sent) == 1, timeout=5)
         assert r.waker.wakeups == 1  # the NOTIFY; no commit happened in this process
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_a_publish_notifies_the_buckets_of_its_rows() -> None:
+    """What the relays' wakers read (see relay/waker.py): every bucket of the rows once,
+    in one NOTIFY per statement."""
+    listener = connections.create_connection("default")
+    try:
+        listener.ensure_connection()
+        raw = listener.connection
+        raw.autocommit = True
+        raw.execute(f'LISTEN "{get_settings().table_name.notify_channel}"')
+        with transaction.atomic():
+            publish_events([NewEvent("t", {}, "a", str(n)) for n in (1, 2, 2, 3)])
+        payloads = [n.payload for n in raw.notifies(timeout=5, stop_after=1)]
+    finally:
+        listener.close()
+    assert len(payloads) == 1
+    assert sorted(map(int, payloads[0].split(","))) == sorted({bucket_of(str(n))
+                                                                for n in (1, 2, 3)})
+
+
+def test_a_notify_wakes_a_relay_only_for_buckets_it_claims_from() -> None:
+    waker = Waker("default", "channel", concerns=lambda buckets: 7 in buckets)
+    assert waker.wakes_for("7") and waker.wakes_for("3,7,200")
+    assert not waker.wakes_for("3") and not waker.wakes_for("3,200")
+    # A row without a bucket, or a publisher of 0.1.0: every relay.
+    assert waker.wakes_for("")
+    assert waker.wakes_for("not buckets")
 
 
 def _notify_from_another_connection() -> None:

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from django.db import Error, connections
@@ -86,6 +86,12 @@ class BucketHolder:
         """The buckets held at the last tick, with the epochs they are held under."""
         with self._lock:
             return dict(self._held)
+
+    def claims_from(self, buckets: Collection[int]) -> bool:
+        """Whether the relay's next claim would take rows of any of ``buckets``: it
+        holds one that its share names (see :meth:`claiming`)."""
+        with self._lock:
+            return any(b in self._held and b in self._wanted for b in buckets)
 
     def valid(self) -> bool:
         """Whether every lease held surely still runs (see the module's docstring)."""

@@ -62,8 +62,6 @@ class Relay:
         self.config = config
         self.store = store or OutboxStore()
         self.publisher = publisher or build_publisher(self.settings)
-        self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel)
-        self._sleep = sleep or self.waker.sleep
         self.stats = RelayStats()
         self.planner = ClaimPlanner(batch_size=config.batch_size,
                                     max_chain=self.store.max_chain,
@@ -76,6 +74,9 @@ class Relay:
             self.store, config,
             shares=self.store.dialect.features.shares_aggregates and not drains)
         self.holder = self.ownership.holder
+        self.waker = Waker(self.store.alias, self.settings.table_name.notify_channel,
+                           concerns=self.holder.claims_from)
+        self._sleep = sleep or self.waker.sleep
         self.claimer = Claimer(self.store, self.planner, self.holder, self.stats)
         self.reporter = RelayReporter(config.relay_id, max_attempts=config.max_attempts,
                                       progress_interval=config.progress_interval)

@@ -4,12 +4,17 @@ Polling is always underneath; a wake-up only cuts the idle sleep short. Two sour
 ``publish_event()`` committing in the same process (the ``events_committed`` signal),
 and, on PostgreSQL, a LISTEN connection that hears the NOTIFY each publish queues in
 its transaction (PostgreSQL delivers it on commit and drops it on rollback).
+
+A NOTIFY's payload names the buckets of the rows written, comma-separated, and wakes the
+relay only if it holds one of them (``concerns``): the others would claim for nothing.
+An empty payload (a row without a bucket, a publisher of 0.1.0) wakes every relay.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Collection
 from typing import Any
 
 from django.db import connections
@@ -24,9 +29,12 @@ logger = logging.getLogger("eventferry_django.waker")
 class Waker:
     """An event the relay sleeps on; set by commits in this process or by NOTIFY."""
 
-    def __init__(self, using: str, channel: str) -> None:
+    def __init__(self, using: str, channel: str,
+                 concerns: Callable[[Collection[int]], bool] = lambda buckets: True) -> None:
         self.using = using
         self.channel = channel
+        #: Whether a commit of rows in these buckets is this relay's to claim.
+        self.concerns = concerns
         self._event = threading.Event()
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
@@ -42,6 +50,14 @@ class Waker:
         woken = self._event.wait(seconds)
         self._event.clear()
         return woken
+
+    def wakes_for(self, payload: str) -> bool:
+        """Whether a NOTIFY with ``payload`` (see the module's docstring) wakes the relay."""
+        try:
+            buckets = {int(bucket) for bucket in payload.split(",")} if payload else None
+        except ValueError:
+            return True
+        return buckets is None or self.concerns(buckets)
 
     def _on_commit(self, *, using: str, **kwargs: Any) -> None:
         if using == self.using:
@@ -75,8 +91,9 @@ class Waker:
                 raw.execute(f'LISTEN "{self.channel}"')
                 delay = 0.5
                 while not self._stop.is_set():
-                    for _ in raw.notifies(timeout=0.5, stop_after=1):
-                        self.wake()
+                    for notify in raw.notifies(timeout=0.5, stop_after=1):
+                        if self.wakes_for(notify.payload):
+                            self.wake()
             except Exception as exc:
                 logger.info("LISTEN %s interrupted (%s); polling until it is back",
                             self.channel, exc)

@@ -162,11 +162,18 @@ class PostgresqlInserts(InsertSql):
         # The same statement queues a NOTIFY for idle relays: PostgreSQL delivers it at
         # commit, drops it on rollback and folds repeats within a transaction, and it
         # costs no extra round trip. (A scheduled row wakes them for nothing; they find
-        # it not yet due and go back to sleep.)
+        # it not yet due and go back to sleep.) Its payload names the rows' buckets
+        # (see relay/waker.py): only the relays holding one of them claim, where every
+        # relay woken claimed and all but one found nothing, and dropped its cached plan
+        # for that (2 relays at 200 events/s: p50 1.5 ms later). Empty, it wakes every
+        # relay: a row without a bucket, or a publisher of 0.1.0.
         inserted = super().build_insert_sql(rows, scheduled=scheduled, versioned=versioned)
+        bucket = self.ops.quote("bucket")
         return (
-            f"WITH inserted AS ({inserted} RETURNING 1) "
-            "SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one"
+            f"WITH inserted AS ({inserted} RETURNING {bucket}) "
+            f"SELECT pg_notify(%s, CASE WHEN COUNT({bucket}) = COUNT(*) "
+            f"THEN string_agg(DISTINCT {bucket}::text, ',') ELSE '' END) "
+            "FROM inserted HAVING COUNT(*) > 0"
         )
 
     def insert_params(self, values: list[Any]) -> list[Any]:

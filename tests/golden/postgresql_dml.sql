@@ -11,7 +11,7 @@ UPDATE "outbox" SET "attempts" = "attempts" + (CASE "id" WHEN %s THEN %s WHEN %s
 DELETE FROM "outbox" WHERE "id" IN (SELECT "id" FROM "outbox" WHERE "status" IN (2, 4) AND "processed_at" < %s::timestamptz LIMIT %s FOR UPDATE SKIP LOCKED);
 
 -- insert []
-WITH inserted AS (INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id", "bucket") VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s), (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING 1) SELECT pg_notify(%s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS one;
+WITH inserted AS (INSERT INTO "outbox" ("message_id", "topic", "aggregate_type", "aggregate_id", "partition_key", "payload", "headers", "trace_id", "bucket") VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s), (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) RETURNING "bucket") SELECT pg_notify(%s, CASE WHEN COUNT("bucket") = COUNT(*) THEN string_agg(DISTINCT "bucket"::text, ',') ELSE '' END) FROM inserted HAVING COUNT(*) > 0;
 
 -- unbucketed [1000]
 SELECT f."id", f."aggregate_id" FROM "outbox" AS f WHERE f."bucket" IS NULL AND f."status" = 0 AND f."next_retry_at" IS NULL ORDER BY f."bucket", f."id" LIMIT %s;
