@@ -6,6 +6,7 @@ machines with no SQL Server.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
@@ -212,6 +213,8 @@ def settlement_calls(dialect: Any) -> dict[str, Any]:
         "shrink_batch": lambda c: c.execute(*journal.shrink("relay-a", 7, [3], 2)),
         "shrink_batch_to_nothing": lambda c: c.execute(*journal.shrink("relay-a", 7, [], 3)),
         "count_attempt": lambda c: c.execute(*journal.count_attempt([1, 2])),
+        "forget_emptied_batches": lambda c: c.execute(
+            *journal.forget_emptied(dt.timedelta(days=1))),
     }
 
 

@@ -5,6 +5,7 @@ only what was not taken (store/in_flight_journal.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Iterator
 
@@ -13,7 +14,12 @@ from django.db import connection, connections, transaction
 
 from eventferry_django import NewEvent, publish_events
 from eventferry_django.models import OutboxEvent
-from eventferry_django.store.in_flight_journal import InFlightJournal, decode, encode
+from eventferry_django.store.in_flight_journal import (
+    FORGET_EMPTIED_AFTER,
+    InFlightJournal,
+    decode,
+    encode,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,6 +112,28 @@ def test_a_batch_taken_whole_leaves_nothing_to_settle(journal: InFlightJournal) 
     assert [(e.relay, e.taken, e.ids) for e in journal.entries()] == [("r1", 1, [])]
     assert settle(journal, "r1", 1) == []
     assert journal.entries() == []
+
+
+def test_a_sweep_forgets_the_batches_taken_whole_long_ago(journal: InFlightJournal) -> None:
+    """A relay that died mid-batch never settles it: once taken whole, its row would stay
+    for good. Young, it stays for its relay (one merely paused); with rows left, it is
+    still a batch in flight."""
+    (a, bucket_a), (b, bucket_b), (c, _), (d, bucket_d) = published("x", "y", "x", "z")
+    assert len({bucket_a, bucket_b, bucket_d}) == 3, "aggregates sharing a bucket: pick others"
+    record(journal, "dead", 1, [a])       # taken whole, long ago
+    record(journal, "dead", 2, [b, c])    # c's bucket taken, b's not: rows left
+    record(journal, "paused", 1, [d])     # taken whole, just now
+    assert sweep(journal, "r2", {bucket_a}) == 2
+    assert sweep(journal, "r2", {bucket_d}) == 1
+    ops, sql = journal.dialect.ops, journal.sql
+    a_day_and_more = round((FORGET_EMPTIED_AFTER + dt.timedelta(minutes=5)).total_seconds() * 1000)
+    then, params = ops.now_plus(ops.offset_param(-a_day_and_more))
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {sql.table} SET {sql.claimed_at} = {then} WHERE {sql.relay} = %s",
+                       [*params, "dead"])
+    assert sweep(journal, "r3", {99}) == 0  # a take whose buckets no batch holds
+    assert sorted((e.relay, e.batch, e.ids) for e in journal.entries()) == [
+        ("dead", 2, [b]), ("paused", 1, [])]
 
 
 def test_a_batch_settled_again_after_an_outage_is_settled_whole(

@@ -27,6 +27,15 @@ sweep that changed the row and then sees what it left. Nothing here reads a row 
 which a session with ``NOCOUNT`` on (SQL Server) reports as -1, and no lock is taken
 that the settlement's own write would not take.
 
+**Batches taken whole.** Their rows stay, empty, for their own settlements, which then
+settle nothing. A relay that died never comes for them, so each sweep first forgets the
+emptied batches claimed more than :data:`FORGET_EMPTIED_AFTER` ago: without that, every
+relay that died mid-batch left up to ``BATCHES_IN_FLIGHT`` rows for good, which each
+sweep, ``outbox_status`` and the admin read. A relay paused longer than that, whose
+batch was taken whole, finds the row gone on resuming and settles the batch whole: its
+acks mark done the rows of it still open, which it had delivered before its pause; its
+retries and burials change nothing, for the sweep counted an attempt on each row.
+
 A batch's rows are stored as their ids in order, each written as its distance from the
 one before (:func:`encode`): ``1000123,1,4,1`` is rows 1000123, 1000124, 1000128 and
 1000129. A batch of 500 rows takes some 1,500 characters, under the size at which
@@ -44,6 +53,10 @@ from ..contract import FAILED, PENDING
 from .bound import BoundStore
 from .ops import SqlOps
 from .sql import Fragment, compose
+
+#: How long a batch that takeovers took whole stays in the journal (see the module's
+#: docstring): far beyond any pause a relay is expected to come back from.
+FORGET_EMPTIED_AFTER = dt.timedelta(days=1)
 
 
 def encode(ids: Collection[int]) -> str:
@@ -134,6 +147,14 @@ class InFlightSql:
                 f"{self.taken} = {self.taken} + %s WHERE {where}",
                 [encode(rest), len(rest), taken, *params])
 
+    def forget_emptied(self, older_than: dt.timedelta) -> Fragment:
+        """Delete the batches that takeovers took whole, claimed more than ``older_than``
+        ago (see the module's docstring)."""
+        milliseconds = round(older_than.total_seconds() * 1000)
+        cutoff, params = self.ops.now_plus(self.ops.offset_param(-milliseconds))
+        return (f"DELETE FROM {self.table} WHERE {self.event_count} = 0 "
+                f"AND {self.taken} > 0 AND {self.claimed_at} < {cutoff}", params)
+
     def count_attempt(self, ids: Sequence[int]) -> Fragment:
         """One more attempt for those of ``ids`` still open: their relay lost them."""
         condition, params = self.ops.ids_condition(ids)
@@ -173,9 +194,13 @@ class InFlightJournal(BoundStore):
     def sweep(self, cursor: Any, relay: str, buckets: Collection[int]) -> int:
         """After ``relay`` took ``buckets``, in the take's transaction: take the rows of
         those buckets out of every other relay's batches in flight, counting an attempt
-        for each still open. Returns how many rows were taken."""
+        for each still open. Returns how many rows were taken. Batches taken whole long
+        ago are forgotten first (only when there is one taken whole: no write else)."""
+        entries = self._entries(cursor)
+        if any(entry.taken and not entry.ids for entry in entries):
+            cursor.execute(*self.sql.forget_emptied(FORGET_EMPTIED_AFTER))
         taken_in_all = 0
-        for entry in self._entries(cursor):
+        for entry in entries:
             if entry.relay == relay or not self._in(cursor, entry.ids, buckets):
                 continue
             # Read again under the row's lock: its settlement may have deleted it, or

@@ -76,6 +76,9 @@ UPDATE [messaging].[outbox_in_flight] SET [events] = %s, [event_count] = %s, [ta
 -- count_attempt ['[1, 2]']
 UPDATE [messaging].[outbox] SET [attempts] = [attempts] + 1 WHERE [id] IN (SELECT [id] FROM OPENJSON(%s) WITH ([id] BIGINT '$')) AND [status] IN (0, 3);
 
+-- forget_emptied_batches [-86400000]
+DELETE FROM [messaging].[outbox_in_flight] WHERE [event_count] = 0 AND [taken] > 0 AND [claimed_at] < DATEADD(MILLISECOND, %s, SYSUTCDATETIME());
+
 -- stored_message_ids ['m-1', 'm-2']
 SELECT [message_id] FROM [messaging].[outbox] WHERE [message_id] IN (%s, %s);
 

@@ -73,3 +73,6 @@ UPDATE `outbox_in_flight` SET `events` = %s, `event_count` = %s, `taken` = `take
 -- count_attempt [1, 2]
 UPDATE `outbox` SET `attempts` = `attempts` + 1 WHERE `id` IN (%s, %s) AND `status` IN (0, 3);
 
+-- forget_emptied_batches [-86400000000]
+DELETE FROM `outbox_in_flight` WHERE `event_count` = 0 AND `taken` > 0 AND `claimed_at` < TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3));
+
