@@ -17,15 +17,16 @@ buckets, the outbox says.
 
 **The fence.** A settlement first deletes its batch's row if nothing was taken from it
 (:meth:`InFlightJournal.settled`), then looks for the row: gone, the batch is settled
-whole (the usual case, two statements). Still there, the batch was swept, and the
-settlement settles only what is left of it, read under the row's lock, and deletes the
-row. A sweep never deletes a batch's row, even one it took whole, so a row that is gone
-was deleted by its own settlement (now, or before an outage made the relay settle it
-again). The row's lock decides who comes first: a sweep waits for a settlement that
-deleted the row to commit and then finds nothing to take; a settlement waits for a
-sweep that changed the row and then sees what it left. Nothing here reads a row count,
-which a session with ``NOCOUNT`` on (SQL Server) reports as -1, and no lock is taken
-that the settlement's own write would not take.
+whole (the usual case: one statement where the DELETE hands back what it deleted, two
+on MariaDB/MySQL). Still there, the batch was swept, and the settlement settles only
+what is left of it, read under the row's lock, and deletes the row. A sweep never
+deletes a batch's row, even one it took whole, before a day has passed (see below), so
+a row that is gone was deleted by its own settlement (now, or before an outage made the
+relay settle it again). The row's lock decides who comes first: a sweep waits for a
+settlement that deleted the row to commit and then finds nothing to take; a settlement
+waits for a sweep that changed the row and then sees what it left. Nothing here reads a
+row count, which a session with ``NOCOUNT`` on (SQL Server) reports as -1, and no lock
+is taken that the settlement's own write would not take.
 
 **Batches taken whole.** Their rows stay, empty, for their own settlements, which then
 settle nothing. A relay that died never comes for them, so each sweep first forgets the
@@ -106,9 +107,17 @@ class InFlightSql:
                 f"{self.events}) VALUES (%s, %s, %s, %s)", [relay, batch, len(ids), encode(ids)])
 
     def forget_whole(self, relay: str, batch: int) -> Fragment:
-        """Delete the batch's row if nothing was taken from it (the settlement's fence)."""
+        """Delete the batch's row if nothing was taken from it (the settlement's fence),
+        handing back its ``taken`` where the vendor can (:attr:`tells_forgotten`)."""
         where, params = self._batch_is(relay, batch)
-        return f"DELETE FROM {self.table} WHERE {where} AND {self.taken} = 0", params
+        before, after = self.ops.deleted_column("taken") or ("", "")
+        return (f"DELETE FROM {self.table}{before} WHERE {where} AND {self.taken} = 0{after}",
+                params)
+
+    @property
+    def tells_forgotten(self) -> bool:
+        """Whether :meth:`forget_whole` returns a row when it deleted one."""
+        return self.ops.deleted_column("taken") is not None
 
     def lock(self, relay: str, batch: int) -> Fragment:
         """Lock the batch's row against sweeps until the transaction ends: an UPDATE that
@@ -182,6 +191,8 @@ class InFlightJournal(BoundStore):
         taken from it, settle it whole. Otherwise the ids left of it to settle (none, if
         it was taken whole), locked against sweeps until the transaction ends."""
         cursor.execute(*self.sql.forget_whole(relay, batch))
+        if self.sql.tells_forgotten and cursor.fetchone() is not None:
+            return None  # the usual case, in one statement
         cursor.execute(*self.sql.events_of(relay, batch))
         if cursor.fetchone() is None:
             return None

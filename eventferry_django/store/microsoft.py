@@ -158,6 +158,9 @@ class MicrosoftOps(SqlOps):
     def now_plus_sql(self) -> str:
         return "DATEADD(MILLISECOND, %s, SYSUTCDATETIME())"
 
+    def deleted_column(self, column: str) -> tuple[str, str] | None:
+        return f" OUTPUT deleted.{self.quote(column)}", ""
+
     def ids_condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         # One parameter however many ids: SQL Server allows 2,100 parameters at most.
         return (

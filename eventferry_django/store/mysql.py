@@ -164,6 +164,10 @@ class MysqlOps(SqlOps):
     def now_plus_sql(self) -> str:
         return "TIMESTAMPADD(MICROSECOND, %s, UTC_TIMESTAMP(3))"
 
+    def deleted_column(self, column: str) -> tuple[str, str] | None:
+        # MariaDB has DELETE ... RETURNING, MySQL has not; the SQL here serves both.
+        return None
+
     def offset_param(self, milliseconds: int) -> Any:
         return milliseconds * 1000
 

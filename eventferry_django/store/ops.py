@@ -54,6 +54,12 @@ class SqlOps:
     # Django's cursors take %s placeholders on every backend (pyodbc's ? and sqlite's ?
     # are substituted by the backend), so a literal % in DML is written %%.
 
+    def deleted_column(self, column: str) -> tuple[str, str] | None:
+        """How a DELETE hands back ``column`` of each row it deleted: a clause after the
+        table's name and one at the end (one row back means one deleted, where a row
+        count may lie: SQL Server's NOCOUNT); None where a DELETE cannot (MySQL)."""
+        return "", f" RETURNING {self.quote(column)}"
+
     def now_plus_sql(self) -> str:
         """The database's UTC now plus a bound offset (see :meth:`offset_param`)."""
         raise NotImplementedError

@@ -47,7 +47,7 @@ SELECT [bucket], [owner], [epoch], CASE WHEN [expires_at] > SYSUTCDATETIME() THE
 INSERT INTO [messaging].[outbox_in_flight] ([relay], [batch], [event_count], [events]) VALUES (%s, %s, %s, %s);
 
 -- forget_whole_batch ['relay-a', 7]
-DELETE FROM [messaging].[outbox_in_flight] WHERE [relay] = %s AND [batch] = %s AND [taken] = 0;
+DELETE FROM [messaging].[outbox_in_flight] OUTPUT deleted.[taken] WHERE [relay] = %s AND [batch] = %s AND [taken] = 0;
 
 -- lock_batch ['relay-a', 7]
 UPDATE [messaging].[outbox_in_flight] SET [taken] = [taken] WHERE [relay] = %s AND [batch] = %s;

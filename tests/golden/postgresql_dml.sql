@@ -44,7 +44,7 @@ SELECT "bucket", "owner", "epoch", CASE WHEN "expires_at" > statement_timestamp(
 INSERT INTO "outbox_in_flight" ("relay", "batch", "event_count", "events") VALUES (%s, %s, %s, %s);
 
 -- forget_whole_batch ['relay-a', 7]
-DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s AND "taken" = 0;
+DELETE FROM "outbox_in_flight" WHERE "relay" = %s AND "batch" = %s AND "taken" = 0 RETURNING "taken";
 
 -- lock_batch ['relay-a', 7]
 UPDATE "outbox_in_flight" SET "taken" = "taken" WHERE "relay" = %s AND "batch" = %s;
