@@ -109,7 +109,8 @@ class MicrosoftPurge(PurgeSql):
     """Batch deletes on SQL Server: DELETE TOP, below lock escalation."""
 
     def delete_batch(
-        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int
+        self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,
+        order: Sequence[str] = ("id",),
     ) -> int:
         # READPAST: a row locked by anyone is left for the next purge, never waited on.
         # Under READ_COMMITTED_SNAPSHOT (the Azure SQL default) SQL Server refuses READPAST

@@ -126,24 +126,15 @@ class MysqlPurge(PurgeSql):
         self, cursor: Any, table: str, condition: str, params: Sequence[Any], limit: int,
         order: Sequence[str] = ("id",),
     ) -> int:
-        """``order`` makes the LIMIT deterministic (safe to replicate by statement); it
-        should be the order of the index that serves ``condition``, so the scan stops at
-        the limit instead of sorting every matching row for each batch."""
+        """``order`` makes the LIMIT deterministic (safe to replicate by statement), and
+        the scan stops at the limit instead of sorting every matching row for each
+        batch."""
         columns = ", ".join(self.ops.quote(column) for column in order)
         cursor.execute(
             f"DELETE FROM {table} WHERE {condition} ORDER BY {columns} LIMIT %s",
             [*params, limit],
         )
         return int(cursor.rowcount)
-
-    def purge_batch(
-        self, cursor: Any, statuses: Sequence[int], cutoff: Any, limit: int
-    ) -> int:
-        # The retention index (status, processed_at), whose entries end with the primary
-        # key: ORDER BY id alone made each batch sort every old row (1,200 rows/s for a
-        # 300,000-row backlog of done rows, found by benchmarks/scale.py).
-        return self.delete_batch(cursor, self.ops.table, self.purge_condition(statuses), [cutoff],
-                                 limit, order=("status", "processed_at", "id"))
 
 
 class MysqlInbox(InboxSql):
