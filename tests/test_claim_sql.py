@@ -27,6 +27,7 @@ from eventferry_django.store.microsoft_claim import MicrosoftClaim
 from eventferry_django.store.sql import Fragment, Slot
 
 from .test_ddl_golden import RecordingCursor
+from .tsql import as_tsql_parameters, parse_tsql
 
 CLASSES = {"postgresql": "PostgresqlClaim", "mysql": "MysqlClaim",
            "microsoft": "MicrosoftClaim", "sqlite": "SqliteClaim"}
@@ -184,22 +185,6 @@ def test_a_claim_reads_twice_its_heads_and_the_rows_it_passes_over() -> None:
 
 
 # -- SQL Server's batch, parsed ----------------------------------------------------------------
-def as_tsql_parameters(sql: str) -> str:
-    """pyodbc sends ? markers; sqlglot reads T-SQL variables, so number them @p1, @p2..."""
-    parts = sql.split("%s")
-    return "".join(f"{part}@p{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
-
-
-def parse_one(sql: str) -> exp.Expr:
-    parsed = sqlglot.parse(sql, read="tsql")
-    assert len(parsed) == 1 and parsed[0] is not None
-    tree = parsed[0]
-    # sqlglot falls back to an opaque Command for text it cannot parse: that is a failure.
-    commands = [n.sql() for n in tree.walk() if isinstance(n, exp.Command)]
-    assert not commands, f"sqlglot could not parse: {commands}"
-    return tree
-
-
 def tsql_claim(name: TableName | None = None) -> MicrosoftClaim:
     claim = MicrosoftDialect(name or TableName("outbox", "messaging")).claim
     assert isinstance(claim, MicrosoftClaim)
@@ -216,9 +201,9 @@ def test_tsql_claim_batch_parses_and_writes_or_locks_nothing(by_bucket: bool) ->
                              claim.heads_sql(), claim.count_sql(), claim.picked_sql()]
     for sql, _ in parts:
         assert sql in batch
-        parse_one(as_tsql_parameters(sql))
+        parse_tsql(as_tsql_parameters(sql))
     for declared in claim.declare_sql().split(";\n"):
-        parse_one(declared)
+        parse_tsql(declared)
     statements = sqlglot.parse(as_tsql_parameters(batch), read="tsql")
     assert all(s is not None for s in statements)
     commands = [n.sql() for s in statements if s is not None for n in s.walk()
@@ -245,11 +230,11 @@ def test_tsql_claim_never_lets_a_later_row_out_first() -> None:
     read, probe = heads.split("NOT EXISTS", 1)
     assert "WITH (READCOMMITTEDLOCK, READPAST)" in read
     assert "WITH (READCOMMITTEDLOCK)" in probe and "READPAST" not in probe
-    heads_tree = parse_one(as_tsql_parameters(heads))
+    heads_tree = parse_tsql(as_tsql_parameters(heads))
     assert isinstance(heads_tree, exp.Insert) and "@heads" in heads_tree.sql("tsql")
     # The chain walk: no READPAST (a skipped row would let a later one out first), and it
     # stops at the first row not claimable by its own state.
-    picked_tree = parse_one(as_tsql_parameters(picked))
+    picked_tree = parse_tsql(as_tsql_parameters(picked))
     walk = picked_tree.find(exp.Lateral)
     assert walk is not None and "CROSS APPLY" in walk.sql("tsql")
     assert "READPAST" not in picked and "WITH (READCOMMITTEDLOCK)" in picked

@@ -23,6 +23,7 @@ from eventferry_django.store.microsoft import MicrosoftDialect, MicrosoftPurge
 from eventferry_django.store.tables import COLUMNS, INBOX_COLUMNS, INSERT_COLUMNS, Table
 
 from .golden import assert_golden
+from .tsql import as_tsql_parameters, parse_tsql
 
 MICROSOFT_CASES = {
     "microsoft_default": dict(name=TableName("outbox")),
@@ -63,7 +64,7 @@ def test_scheduled_insert_matches_golden(vendor: str) -> None:
 
 def test_tsql_scheduled_insert_parses_with_parameters() -> None:
     dialect = MicrosoftDialect(TableName("outbox"))
-    insert = _parse_one(dialect.inserts.insert_sql(3, scheduled=True).replace("%s", "?"))
+    insert = parse_tsql(dialect.inserts.insert_sql(3, scheduled=True).replace("%s", "?"))
     assert isinstance(insert, exp.Insert)
     assert [c.name for c in insert.this.expressions] == [*INSERT_COLUMNS, "next_retry_at"]
     rows = insert.expression.expressions
@@ -82,7 +83,7 @@ def test_claimable_probes_match_golden(vendor: str) -> None:
 
 def test_tsql_claimable_probes_parse_and_read_one_row_each() -> None:
     for kind, (sql, _) in MicrosoftDialect(TableName("outbox")).claimable.probes().items():
-        select = _parse_one(sql.replace("%s", "?"))
+        select = parse_tsql(sql.replace("%s", "?"))
         assert isinstance(select, exp.Select), kind
         assert sql.startswith("SELECT TOP (1) "), kind
 
@@ -93,16 +94,6 @@ def test_tsql_is_one_batch_without_go() -> None:
     assert "\nGO" not in statements[0]
 
 
-def _parse_one(sql: str) -> exp.Expression:
-    parsed = sqlglot.parse(sql, read="tsql")
-    assert len(parsed) == 1 and parsed[0] is not None
-    tree = parsed[0]
-    # sqlglot falls back to an opaque Command for text it cannot parse: that is a failure.
-    commands = [n.sql() for n in tree.walk() if isinstance(n, exp.Command)]
-    assert not commands, f"sqlglot could not parse: {commands}"
-    return tree
-
-
 @pytest.mark.parametrize("case", sorted(MICROSOFT_CASES))
 def test_every_tsql_statement_parses(case: str) -> None:
     dialect = MicrosoftDialect(**MICROSOFT_CASES[case])
@@ -111,11 +102,11 @@ def test_every_tsql_statement_parses(case: str) -> None:
     assert len(blocks) == 5  # the table and its four indexes
 
     for guard, statement in blocks:
-        _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
-        block = _parse_one(f"IF {guard}\nBEGIN\n    {statement};\nEND;")
+        parse_tsql(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
+        block = parse_tsql(f"IF {guard}\nBEGIN\n    {statement};\nEND;")
         assert isinstance(block, exp.IfBlock)
 
-    table = _parse_one(blocks[0][1])
+    table = parse_tsql(blocks[0][1])
     assert isinstance(table, exp.Create) and table.kind == "TABLE"
     target = table.this.this
     assert (target.db, target.name) == (name.schema, name.table)
@@ -126,14 +117,14 @@ def test_every_tsql_statement_parses(case: str) -> None:
 
     index_names = []
     for _, statement in blocks[1:]:
-        index = _parse_one(statement)
+        index = parse_tsql(statement)
         assert isinstance(index, exp.Create) and index.kind == "NONCLUSTERED INDEX"
         on_table = index.find(exp.Table)
         assert on_table is not None and (on_table.db, on_table.name) == (name.schema, name.table)
         index_names.append(index.this.name)
     assert index_names == [name.aggregate_index, name.claim_index, name.closed_index,
                            name.bucket_index]
-    claim_sql = _parse_one(blocks[2][1]).sql("tsql")
+    claim_sql = parse_tsql(blocks[2][1]).sql("tsql")
     assert "WHERE [status] IN (0, 1, 3)" in claim_sql
     assert "INCLUDE ([aggregate_id], [claimed_at])" in claim_sql
     # Literal IN lists and ANDs: filtered index predicates allow no OR, no parameters.
@@ -141,14 +132,14 @@ def test_every_tsql_statement_parses(case: str) -> None:
     assert blocks[4][1].endswith("([bucket], [id]) INCLUDE ([aggregate_id]) "
                                  "WHERE [status] = 0 AND [next_retry_at] IS NULL")
 
-    drop = _parse_one(dialect.schema.drop_statements()[0])
+    drop = parse_tsql(dialect.schema.drop_statements()[0])
     assert isinstance(drop, exp.Drop) and drop.args.get("exists")
 
 
 def test_tsql_insert_parses_with_parameters() -> None:
     sql = MicrosoftDialect(TableName("outbox")).inserts.insert_sql(3)
     # Django's %s placeholders become pyodbc's ? on the wire.
-    insert = _parse_one(sql.replace("%s", "?"))
+    insert = parse_tsql(sql.replace("%s", "?"))
     assert isinstance(insert, exp.Insert)
     assert [c.name for c in insert.this.expressions] == list(INSERT_COLUMNS)
     assert len(insert.expression.expressions) == 3
@@ -244,12 +235,6 @@ def golden_text(operations: dict[str, tuple[str, list[object]]]) -> str:
     )
 
 
-def as_tsql_parameters(sql: str) -> str:
-    """pyodbc sends ? markers; sqlglot reads T-SQL variables, so number them @p1, @p2..."""
-    parts = sql.split("%s")
-    return "".join(f"{part}@p{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
-
-
 def test_tsql_dml_matches_golden() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     assert_golden("microsoft_dml.sql", golden_text(tsql_operations(dialect)))
@@ -261,7 +246,7 @@ def test_tsql_dml_matches_golden() -> None:
 def test_every_tsql_dml_statement_parses(operation: str) -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     sql, params = tsql_operations(dialect)[operation]
-    tree = _parse_one(as_tsql_parameters(sql))
+    tree = parse_tsql(as_tsql_parameters(sql))
     tables = {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name != "OPENJSON"}
     assert ("messaging", "outbox") in tables
     assert sql.count("%s") == len(params) or operation == "insert"
@@ -321,10 +306,10 @@ def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
     blocks = dialect.schema.guarded_blocks(table)
     assert len(blocks) == 2
     for guard, statement in blocks:
-        _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
-        assert isinstance(_parse_one(f"IF {guard}\nBEGIN\n    {statement};\nEND;"), exp.IfBlock)
+        parse_tsql(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
+        assert isinstance(parse_tsql(f"IF {guard}\nBEGIN\n    {statement};\nEND;"), exp.IfBlock)
 
-    create = _parse_one(blocks[0][1])
+    create = parse_tsql(blocks[0][1])
     assert isinstance(create, exp.Create) and create.kind == "TABLE"
     assert (create.this.this.db, create.this.this.name) == (name.schema, name.table)
     assert [c.name for c in create.find_all(exp.ColumnDef)] == [c.name for c in INBOX_COLUMNS]
@@ -333,10 +318,10 @@ def test_every_tsql_inbox_statement_parses(schema: str | None) -> None:
     assert "CONSTRAINT [UQ_inbox_consumer_message_id] UNIQUE ([consumer], [message_id])" in sql
     assert "CONSTRAINT [DF_inbox_handled_at] DEFAULT (SYSUTCDATETIME())" in sql
 
-    index = _parse_one(blocks[1][1])
+    index = parse_tsql(blocks[1][1])
     assert isinstance(index, exp.Create) and index.kind == "NONCLUSTERED INDEX"
     assert index.this.name == "IX_inbox_handled_at"
-    drop = _parse_one(dialect.schema.drop_statements(table)[0])
+    drop = parse_tsql(dialect.schema.drop_statements(table)[0])
     assert isinstance(drop, exp.Drop) and drop.args.get("exists")
     dropped = drop.find(exp.Table)
     assert dropped is not None and (dropped.db, dropped.name) == (name.schema, name.table)
@@ -360,7 +345,7 @@ def test_tsql_inbox_dml_matches_golden() -> None:
 @pytest.mark.parametrize("operation", ["record", "purge", "purge_consumer"])
 def test_every_tsql_inbox_dml_statement_parses(operation: str) -> None:
     sql, params = tsql_inbox_operations()[operation]
-    tree = _parse_one(as_tsql_parameters(sql))
+    tree = parse_tsql(as_tsql_parameters(sql))
     # sqlglot reads DELETE TOP (n) as a table named TOP; the golden file pins the text.
     tables = {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name != "TOP"}
     assert tables == {("messaging", "inbox")}
@@ -369,7 +354,7 @@ def test_every_tsql_inbox_dml_statement_parses(operation: str) -> None:
 
 def test_tsql_inbox_record_probes_with_a_key_range_lock() -> None:
     sql, params = tsql_inbox_operations()["record"]
-    tree = _parse_one(as_tsql_parameters(sql))
+    tree = parse_tsql(as_tsql_parameters(sql))
     assert isinstance(tree, exp.Insert)
     # The probe holds an update lock on the key range until commit, so a concurrent
     # delivery of the same message waits instead of also finding it absent.
@@ -421,7 +406,7 @@ def test_tsql_sequential_key_option_is_compiled_only_where_it_exists() -> None:
     [statement] = MicrosoftDialect(TableName("outbox")).schema.sequential_key_statements(
         MicrosoftDialect(TableName("outbox")).schema.outbox)
     guard, dynamic = statement.removeprefix("IF ").split("\n    EXEC(N'")
-    _parse_one(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
+    parse_tsql(f"SELECT CASE WHEN {guard} THEN 1 ELSE 0 END")
     assert "'ProductMajorVersion') AS INT) >= 15" in guard
     assert "'EngineEdition') AS INT) IN (5, 8)" in guard
     assert dynamic == ("ALTER INDEX [PK_outbox] ON [dbo].[outbox] "
@@ -477,7 +462,7 @@ def test_versioned_insert_adds_only_the_schema_version() -> None:
     """Rows without a version leave the column out of the INSERT."""
     dialect = MicrosoftDialect(TableName("outbox"))
     plain, versioned = dialect.inserts.insert_sql(2), dialect.inserts.insert_sql(2, versioned=True)
-    insert = _parse_one(versioned.replace("%s", "?"))
+    insert = parse_tsql(versioned.replace("%s", "?"))
     assert isinstance(insert, exp.Insert)
     assert [c.name for c in insert.this.expressions] == [*INSERT_COLUMNS, "schema_version"]
     assert versioned.count("%s") == plain.count("%s") + 2
@@ -489,12 +474,12 @@ def test_versioned_insert_adds_only_the_schema_version() -> None:
 def test_tsql_relay_registry_parses(schema: str | None) -> None:
     dialect = MicrosoftDialect(TableName("outbox", schema))
     [batch] = dialect.schema.create_statements(dialect.schema.registry)
-    block = _parse_one(batch)
+    block = parse_tsql(batch)
     assert isinstance(block, exp.IfBlock)
     create = block.find(exp.Create)
     assert create is not None and f"[{schema or 'dbo'}].[outbox_relays]" in create.sql("tsql")
     [drop] = dialect.schema.drop_statements(dialect.schema.registry)
-    assert isinstance(_parse_one(drop), exp.Drop)
+    assert isinstance(parse_tsql(drop), exp.Drop)
 
 
 def test_sqlite_does_not_share_the_aggregates_out() -> None:
@@ -520,7 +505,7 @@ def test_every_tsql_statement_of_release_0_2_0_parses(kind: TableKind,
                               forwards=forwards)
         assert statements
         for statement in statements:
-            tree = _parse_one(statement)
+            tree = parse_tsql(statement)
             # sqlglot reads the constraint DROP CONSTRAINT names as a table, unqualified.
             tables = {(t.db, t.name) for t in tree.find_all(exp.Table)
                       if t.db not in ("", "sys")}
@@ -529,17 +514,17 @@ def test_every_tsql_statement_of_release_0_2_0_parses(kind: TableKind,
 
 def test_tsql_release_0_2_0_seeds_the_buckets_and_refuses_claims_under_a_guard() -> None:
     create, seed = released("0.2.0", "buckets", "microsoft", table="outbox")
-    assert isinstance(_parse_one(create), exp.IfBlock)
-    insert = _parse_one(seed)
+    assert isinstance(parse_tsql(create), exp.IfBlock)
+    insert = parse_tsql(seed)
     assert isinstance(insert, exp.Insert) and insert.find(exp.Exists) is not None
     assert "< 256 AND NOT EXISTS" in seed  # the count written in: sent with no parameters
 
     hand_back, refuse = released("0.2.0", "outbox", "microsoft", table="outbox")
-    update = _parse_one(hand_back)
+    update = parse_tsql(hand_back)
     assert isinstance(update, exp.Update)
     assert update.sql("tsql") == ("UPDATE [dbo].[outbox] SET [status] = 0, [claimed_at] = NULL, "
                                   "[next_retry_at] = NULL WHERE [status] = 1")
-    block = _parse_one(refuse)
+    block = parse_tsql(refuse)
     assert isinstance(block, exp.IfBlock)
     guard = block.this.sql("tsql")
     assert "sys.check_constraints WHERE name = N'CK_outbox_claimed_needs_0_2'" in guard
@@ -547,6 +532,6 @@ def test_tsql_release_0_2_0_seeds_the_buckets_and_refuses_claims_under_a_guard()
     assert ("ALTER TABLE [dbo].[outbox] ADD CONSTRAINT [CK_outbox_claimed_needs_0_2] "
             "CHECK ([status] <> 1)") in refuse
     [drop] = released("0.2.0", "outbox", "microsoft", table="outbox", forwards=False)
-    assert isinstance(_parse_one(drop), exp.Alter)
+    assert isinstance(parse_tsql(drop), exp.Alter)
     assert drop == ("ALTER TABLE [dbo].[outbox] "
                     "DROP CONSTRAINT IF EXISTS [CK_outbox_claimed_needs_0_2]")

@@ -22,7 +22,8 @@ from eventferry_django.store.outbox import OutboxStore
 
 from .golden import assert_golden
 from .history_data import insert
-from .test_ddl_golden import RecordingCursor, _parse_one, as_tsql_parameters
+from .test_ddl_golden import RecordingCursor
+from .tsql import as_tsql_parameters, parse_tsql
 
 UTC = dt.UTC
 CUTOFF = dt.datetime(2026, 11, 20, 8, 30, 15, 123000, tzinfo=UTC)
@@ -54,15 +55,15 @@ def test_tsql_history_statements_match_golden() -> None:
 def test_tsql_history_statements_parse_and_keep_their_promises() -> None:
     dialect = MicrosoftDialect(TableName("outbox", "messaging"))
     statements = tsql_history(dialect)
-    freeze = _parse_one(statements["freeze"][0])
+    freeze = parse_tsql(statements["freeze"][0])
     assert isinstance(freeze, exp.Select)
     assert "DECIMAL(38, 0)" in statements["freeze"][0]  # no BIGINT overflow in SUM
-    source = _parse_one(f"SELECT * FROM {statements['source'][0]}")
+    source = parse_tsql(f"SELECT * FROM {statements['source'][0]}")
     assert {(t.db, t.name) for t in source.find_all(exp.Table)} == {("messaging", "outbox")}
     assert "CONVERT(VARCHAR(23), [processed_at], 121)" in statements["source"][0]
 
     sql, params = statements["purge_archived"]
-    purge = _parse_one(as_tsql_parameters(sql))
+    purge = parse_tsql(as_tsql_parameters(sql))
     assert isinstance(purge, exp.Delete)
     assert params == ['[[7, "2026-11-20T08:30:15.123"], [9, "2026-11-20T08:30:14.123"]]']
     # Row locks, and READPAST only ever together with READCOMMITTEDLOCK (RCSI refuses it
@@ -79,7 +80,7 @@ def test_tsql_range_purge_matches_golden_and_parses() -> None:
     run_range = replace(SELECTION, id_range=(4001, 8000))
     sql = dialect.closed_rows.purge_selection_sql(run_range)
     assert_golden("microsoft_history_range_purge.sql", f"-- purge_selection []\n{sql};\n")
-    delete = _parse_one(sql)
+    delete = parse_tsql(sql)
     assert isinstance(delete, exp.Delete)
     assert {(t.db, t.name) for t in delete.find_all(exp.Table)} == {("messaging", "outbox")}
     assert "WITH (ROWLOCK, READCOMMITTEDLOCK)" in sql and "READPAST" not in sql
