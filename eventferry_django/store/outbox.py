@@ -70,6 +70,13 @@ def _utc(value: dt.datetime | str | float) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
+def _headers(text: str) -> dict[str, Any]:
+    """A row's headers from their JSON text (an object: publish_event() checks). Most
+    events have none, and decoding their ``{}`` was a fifth of the time a claimed row
+    took to become a message."""
+    return {} if text == "{}" else json.loads(text)
+
+
 def _truncate(error: str, limit: int = 4000) -> str:
     return error if len(error) <= limit else error[: limit - 1] + "…"
 
@@ -146,7 +153,7 @@ class OutboxStore(BoundStore):
         message = OutboundMessage(
             id=int(row_id), message_id=message_id, topic=topic,
             aggregate_type=aggregate_type, aggregate_id=aggregate_id,
-            partition_key=partition_key, payload=payload, headers=json.loads(headers),
+            partition_key=partition_key, payload=payload, headers=_headers(headers),
             trace_id=trace_id, attempts=int(attempts), created_at=_utc(created_at),
             schema_version=schema_version,
         )
