@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from eventferry_django import NewEvent, publish_event, publish_events
 from eventferry_django.conf import get_settings
-from eventferry_django.contract import bucket_of
+from eventferry_django.contract import BUCKETS, bucket_of
 from eventferry_django.models import OutboxEvent, Status
 from eventferry_django.publishers.base import (
     BrokerUnavailable,
@@ -220,7 +220,11 @@ def test_commit_in_this_process_wakes_an_idle_relay() -> None:
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
 def test_notify_from_another_process_wakes_an_idle_relay() -> None:
     with running(relay(until_empty=False, poll_interval=30)) as r:
-        time.sleep(1.0)
+        # A NOTIFY wakes a relay holding the row's bucket (a loaded CI machine once took
+        # longer than a second to take them); one that holds none yet claims first thing
+        # once it does.
+        _wait_for(lambda: len(r.holder.held()) == BUCKETS, timeout=30)
+        time.sleep(1.0)  # idle by now
         _notify_from_another_connection()
         _wait_for(lambda: len(InMemoryPublisher.sent) == 1, timeout=5)
         assert r.waker.wakeups == 1  # the NOTIFY; no commit happened in this process
