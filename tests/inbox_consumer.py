@@ -22,8 +22,9 @@ from kombu import Connection, Consumer, Queue  # noqa: E402
 
 from eventferry_django.inbox.kombu import InboxCallback  # noqa: E402
 
-from .inbox_worker import BROKER_URL, stopped_by_sigterm, trace  # noqa: E402
+from .inbox_worker import stopped_by_sigterm  # noqa: E402
 from .testapp.models import Shipment  # noqa: E402
+from .worker_trace import BROKER_URL, trace  # noqa: E402
 
 
 def ship(body: dict[str, Any], message: Any) -> None:

@@ -21,26 +21,14 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
 
-from celery import Celery  # noqa: E402
-
 from eventferry_django.inbox.celery import InboxTask  # noqa: E402
 
 from .testapp.models import Shipment  # noqa: E402
-from .worker_trace import trace, trace_celery_worker  # noqa: E402
+from .worker_trace import trace, trace_celery_worker, worker_app  # noqa: E402
 
-BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
-
-app = Celery("eventferry-inbox-tests", broker=BROKER_URL)
-app.conf.update(
-    task_default_queue=os.environ.get("EVENTFERRY_TEST_QUEUE", "eventferry-inbox-tests"),
-    # One message at a time per worker, acked after the task: the second delivery of a
-    # message goes to the other worker while the first is still running.
-    task_acks_late=True,
-    worker_prefetch_multiplier=1,
-    task_ignore_result=True,
-    worker_hijack_root_logger=False,
-    broker_connection_retry_on_startup=True,
-)
+# One message at a time per worker, acked after the task: the second delivery of a
+# message goes to the other worker while the first is still running.
+app = worker_app("eventferry-inbox-tests", task_acks_late=True)
 
 
 def stopped_by_sigterm() -> Callable[[], bool]:

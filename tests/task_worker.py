@@ -15,21 +15,9 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
 
-from celery import Celery  # noqa: E402
+from .worker_trace import trace_celery_worker, worker_app  # noqa: E402
 
-from .worker_trace import trace_celery_worker  # noqa: E402
-
-BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
-
-app = Celery("eventferry-task-tests", broker=BROKER_URL)
-app.conf.update(
-    task_default_queue=os.environ.get("EVENTFERRY_TEST_QUEUE", "eventferry-task-tests"),
-    worker_prefetch_multiplier=1,
-    task_ignore_result=True,
-    worker_hijack_root_logger=False,
-    broker_connection_retry_on_startup=True,
-    broker_transport_options={"confirm_publish": True},
-)
+app = worker_app("eventferry-task-tests", broker_transport_options={"confirm_publish": True})
 app.autodiscover_tasks()
 
 

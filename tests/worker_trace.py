@@ -1,5 +1,6 @@
-"""What the tests' worker and consumer processes append to ``EVENTFERRY_TEST_TRACE``: one
-JSON line for each thing they do (``ready``, a task's ``start`` and ``end``, a handler's
+"""The tests' worker and consumer processes: the Celery app each worker module starts
+from (:func:`worker_app`), and what they append to ``EVENTFERRY_TEST_TRACE``: one JSON
+line for each thing they do (``ready``, a task's ``start`` and ``end``, a handler's
 ``body``...), with pid and time, so that a test can tell which process ran what, and
 when. ``inbox_processes.read_trace`` reads it back."""
 
@@ -13,6 +14,27 @@ from typing import Any
 
 #: What a worker adds to a task's ``end`` line, from the task and its return value.
 EndFields = Callable[[Any, Any], dict[str, Any]]
+
+#: The RabbitMQ the workers and consumers take their messages from.
+BROKER_URL = os.environ.get("EVENTFERRY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
+
+
+def worker_app(name: str, **conf: Any) -> Any:
+    """A Celery app named ``name`` on :data:`BROKER_URL` and the test's own queue
+    (``EVENTFERRY_TEST_QUEUE``, else ``name``): one message at a time per worker, no
+    results, the test's logging kept; ``conf`` adds to that."""
+    from celery import Celery
+
+    app = Celery(name, broker=BROKER_URL)
+    app.conf.update(
+        task_default_queue=os.environ.get("EVENTFERRY_TEST_QUEUE", name),
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        worker_hijack_root_logger=False,
+        broker_connection_retry_on_startup=True,
+        **conf,
+    )
+    return app
 
 
 def trace(event: str, **fields: Any) -> None:
