@@ -31,6 +31,7 @@ from eventferry_django.publishers.base import (
     OutboundMessage,
     Outcome,
     PublishResult,
+    json_text,
 )
 from eventferry_django.publishers.celery import CeleryPublisher
 from eventferry_django.publishers.kombu import KombuPublisher
@@ -678,3 +679,13 @@ def test_celery_publisher_takes_its_defaults_from_the_options_table() -> None:
     assert publisher.options == {**table.defaults(), "task": "orders.handle"}
     assert (publisher.app_path, publisher.queue, publisher.publish_timeout) == (
         table["app"].default, table["queue"].default, table["publish_timeout"].default)
+
+
+@pytest.mark.parametrize("value", [1, -7, 10**30, True, False, None, 1.5, float("inf"), "é\n",
+                                   {"a": [1, "ü", None]}, []])
+def test_json_text_is_what_json_dumps_writes(value: object) -> None:
+    """The headers' JSON (Kafka, NATS, CloudEvents) comes from encoders made once, and an
+    int skips them: the same text either way (a bool is no int here: ``true``)."""
+    assert json_text(value) == json.dumps(value, ensure_ascii=False)
+    assert json_text(value, compact=True) == json.dumps(value, ensure_ascii=False,
+                                                        separators=(",", ":"))

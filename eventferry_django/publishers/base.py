@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,22 @@ class OutboundMessage:
     @property
     def effective_partition_key(self) -> str:
         return self.partition_key if self.partition_key is not None else self.aggregate_id
+
+
+#: The JSON spellings the publishers send, made once: ``json.dumps`` with any option
+#: builds an encoder per call, which on Kafka cost 3.5 us a message for its ``attempt``
+#: header alone.
+_JSON = json.JSONEncoder(ensure_ascii=False)
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def json_text(value: Any, *, compact: bool = False) -> str:
+    """``value`` as JSON text, non-ASCII kept (``compact``: without spaces), as
+    ``json.dumps`` writes it; an int, such as every message's ``attempt`` header, without
+    an encoder."""
+    if type(value) is int:
+        return str(value)
+    return (_COMPACT_JSON if compact else _JSON).encode(value)
 
 
 def broker_headers(message: OutboundMessage) -> dict[str, Any]:

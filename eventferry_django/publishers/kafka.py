@@ -16,7 +16,6 @@ become, is in :mod:`~eventferry_django.publishers.kafka_settings`.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
@@ -25,7 +24,14 @@ from typing import Any
 
 from django.core.checks import CheckMessage
 
-from .base import BrokerUnavailable, OutboundMessage, Outcome, Publisher, PublishResult
+from .base import (
+    BrokerUnavailable,
+    OutboundMessage,
+    Outcome,
+    Publisher,
+    PublishResult,
+    json_text,
+)
 from .kafka_settings import (
     KafkaSettings,
     confluent_kafka,
@@ -340,4 +346,4 @@ def _header_value(value: Any) -> bytes | None:
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return json_text(value).encode("utf-8")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .base import OutboundMessage, broker_headers
+from .base import OutboundMessage, broker_headers, json_text
 
 JSON = "application/json"
 CLOUDEVENTS_JSON = "application/cloudevents+json"
@@ -163,7 +163,7 @@ class MessageFormat:
 def structured(attributes: Mapping[str, Any], payload: str) -> str:
     """The structured-mode document: the attributes, and the payload text unchanged as
     ``data`` (no decoding and re-encoding of what the outbox stored)."""
-    return json.dumps(dict(attributes), ensure_ascii=False)[:-1] + f', "data": {payload}}}'
+    return json_text(dict(attributes))[:-1] + f', "data": {payload}}}'
 
 
 def rfc3339(moment: dt.datetime) -> str:

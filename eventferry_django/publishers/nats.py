@@ -18,7 +18,6 @@ messages and says which ones can never be sent.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,7 +25,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage
 
-from .base import OutboundMessage, Outcome, Publisher, PublishResult, mask_url
+from .base import OutboundMessage, Outcome, Publisher, PublishResult, json_text, mask_url
 from .message_format import NATS_BINDING, Envelope, MessageFormat
 from .nats_link import NatsLink, NatsSettings, Wire
 from .options import (
@@ -88,8 +87,7 @@ def header_text(name: str, value: object) -> str:
     if not _HEADER_NAME.fullmatch(name):
         raise Unsendable(f"header name {name!r} cannot be a NATS header (printable ASCII, "
                          "no colon or space)")
-    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"),
-                                                           ensure_ascii=False)
+    text = value if isinstance(value, str) else json_text(value, compact=True)
     if "\r" in text or "\n" in text:
         raise Unsendable(f"header {name!r} holds a line break, which a NATS header cannot "
                          "carry")
