@@ -93,8 +93,11 @@ class Drain:
         return count / self.events
 
 
-def tree_env(database: Database, tree: Tree) -> dict[str, str]:
-    env = relay_env(database, 0)
+def tree_env(database: Database, tree: Tree, env: dict[str, str] | None = None
+             ) -> dict[str, str]:
+    """``env`` (a relay's on the simulated broker, without) with ``tree``'s files in
+    place of this tree's."""
+    env = env or relay_env(database, 0)
     return dict(env, PYTHONPATH=os.pathsep.join(
         [str(tree.path), *env["PYTHONPATH"].split(os.pathsep)[1:]]))
 

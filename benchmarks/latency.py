@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import servers  # noqa: E402
 from benchmarks.cpu import CLOCK_TICKS, process_ticks  # noqa: E402
-from benchmarks.database_cost import BASELINE, Tree, commit_tree, started  # noqa: E402
+from benchmarks.database_cost import BASELINE, Tree, commit_tree, started, tree_env  # noqa: E402
 from benchmarks.drain_databases import (  # noqa: E402
     DATABASES,
     Database,
@@ -49,19 +49,17 @@ from benchmarks.drain_databases import (  # noqa: E402
 )
 from benchmarks.processes import terminate  # noqa: E402
 from benchmarks.scale import bucket_sql  # noqa: E402
+from benchmarks.scale_out import publisher_env  # noqa: E402
 from benchmarks.soak_report import table  # noqa: E402
 
 AMQP_URL = os.environ.get("EVENTFERRY_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
 
 
 def relay_env(database: Database, tree: Tree, exchange: str) -> dict[str, str]:
-    settings = {"PUBLISHER": {"BACKEND": "eventferry_django.publishers.kombu.KombuPublisher",
-                              "OPTIONS": {"url": AMQP_URL, "exchange": exchange}}}
-    path = os.pathsep.join(filter(None, (str(tree.path), str(ROOT),
-                                         os.environ.get("PYTHONPATH"))))
-    return dict(os.environ, PYTHONPATH=path, DJANGO_SETTINGS_MODULE="benchmarks.soak_settings",
-                EVENTFERRY_SOAK_EVENTFERRY=json.dumps(settings), EVENTFERRY_SOAK_AMQP=AMQP_URL,
-                **database.env())
+    """A relay of ``tree`` on ``database``, publishing to ``exchange`` on RabbitMQ."""
+    return tree_env(database, tree, publisher_env(database, {
+        "BACKEND": "eventferry_django.publishers.kombu.KombuPublisher",
+        "OPTIONS": {"url": AMQP_URL, "exchange": exchange}}))
 
 
 class Arrivals:

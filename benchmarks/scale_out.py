@@ -215,12 +215,18 @@ def relay_env(database: Database, rtt_ms: float, counts: Path | None = None
     options: dict[str, object] = {"rtt": rtt_ms / 1000}
     if counts is not None:
         options["counts"] = str(counts)
-    settings = {"PUBLISHER": {"BACKEND": "benchmarks.simulated_broker.SimulatedBroker",
-                              "OPTIONS": options}}
+    return publisher_env(database, {"BACKEND": "benchmarks.simulated_broker.SimulatedBroker",
+                                    "OPTIONS": options})
+
+
+def publisher_env(database: Database, publisher: dict[str, object]) -> dict[str, str]:
+    """The environment of a relay process on ``database`` whose ``PUBLISHER`` setting is
+    ``publisher``."""
     # Keeps what PYTHONPATH already holds: on a device machine, the carried wheels.
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     return dict(os.environ, PYTHONPATH=path, DJANGO_SETTINGS_MODULE="benchmarks.soak_settings",
-                EVENTFERRY_SOAK_EVENTFERRY=json.dumps(settings), **database.env())
+                EVENTFERRY_SOAK_EVENTFERRY=json.dumps({"PUBLISHER": publisher}),
+                **database.env())
 
 
 def main() -> None:
